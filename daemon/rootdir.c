@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "peltd/parse.h"
+#include "peltd/rootdir.h"
+
+#define READ_FULL_MAX (4U * 1024 * 1024)
+
+static const char *relative(const char *path) {
+        while (*path == '/')
+                path++;
+        return *path ? path : ".";
+}
+
+int rootdir_open(const char *path, RootDir **ret) {
+        _cleanup_free_ RootDir *r = NULL;
+        int fd;
+
+        r = new0(RootDir, 1);
+        if (!r)
+                return -ENOMEM;
+        r->path = strdup(path);
+        if (!r->path)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+                int e = negative_errno();
+                free(r->path);
+                return e;
+        }
+        r->fd = fd;
+        *ret = TAKE_PTR(r);
+        return 0;
+}
+
+RootDir *rootdir_free(RootDir *r) {
+        if (!r)
+                return NULL;
+        if (r->fd >= 0)
+                close(r->fd);
+        free(r->path);
+        free(r);
+        return NULL;
+}
+
+int rootdir_open_file(const RootDir *r, const char *path, int flags) {
+        int fd = openat(r->fd, relative(path), flags | O_CLOEXEC);
+
+        return fd < 0 ? negative_errno() : fd;
+}
+
+int rootdir_opendir(const RootDir *r, const char *path, DIR **ret) {
+        int fd = rootdir_open_file(r, path, O_RDONLY | O_DIRECTORY);
+        DIR *d;
+
+        if (fd < 0)
+                return fd;
+        d = fdopendir(fd);
+        if (!d) {
+                int e = negative_errno();
+                close(fd);
+                return e;
+        }
+        *ret = d;
+        return 0;
+}
+
+bool rootdir_exists(const RootDir *r, const char *path) {
+        return faccessat(r->fd, relative(path), F_OK, 0) == 0;
+}
+
+bool rootdir_is_dir(const RootDir *r, const char *path) {
+        struct stat st;
+
+        return fstatat(r->fd, relative(path), &st, 0) == 0 && S_ISDIR(st.st_mode);
+}
+
+int read_full_fd(int fd, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0, allocated = 0;
+
+        for (;;) {
+                ssize_t n;
+
+                if (allocated - size < 4096) {
+                        size_t na = allocated ? allocated * 2 : 4096;
+                        char *nb;
+
+                        if (na > READ_FULL_MAX + 1)
+                                return -EFBIG;
+                        nb = realloc(buf, na);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        allocated = na;
+                }
+                n = read(fd, buf + size, allocated - size - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        buf[size] = 0;
+        if (ret_size)
+                *ret_size = size;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+ssize_t pread_string(int fd, char *buf, size_t size) {
+        size_t n = 0;
+
+        if (size == 0)
+                return -EINVAL;
+        while (n < size - 1) {
+                ssize_t k = pread(fd, buf + n, size - 1 - n, (off_t) n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        buf[n] = 0;
+        return (ssize_t) n;
+}
+
+int rootdir_read_string(const RootDir *r, const char *path, char **ret) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *s = NULL;
+        size_t n;
+        int k;
+
+        fd = rootdir_open_file(r, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        k = read_full_fd(fd, &s, &n);
+        if (k < 0)
+                return k;
+        /* Cut at an embedded NUL (some sysfs list files are NUL-terminated), then trailing space. */
+        strstrip_trailing(s);
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+int rootdir_read_u64(const RootDir *r, const char *path, uint64_t *ret) {
+        _cleanup_free_ char *s = NULL;
+        int k = rootdir_read_string(r, path, &s);
+
+        return k < 0 ? k : safe_atou64(s, ret);
+}
+
+int rootdir_read_int(const RootDir *r, const char *path, int *ret) {
+        _cleanup_free_ char *s = NULL;
+        int k = rootdir_read_string(r, path, &s);
+
+        return k < 0 ? k : safe_atoi(s, ret);
+}
+
+int rootdir_read_cpulist(const RootDir *r, const char *path, CpuMask *ret) {
+        _cleanup_free_ char *s = NULL;
+        int k = rootdir_read_string(r, path, &s);
+
+        return k < 0 ? k : cpumask_parse_list(s, ret);
+}
+
+int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret) {
+        _cleanup_free_ char *s = NULL;
+        int k = rootdir_read_string(r, path, &s);
+
+        return k < 0 ? k : cpumask_parse_hex(s, ret);
+}
+
+int rootdir_write_string(const RootDir *r, const char *path, const char *value) {
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(value);
+        ssize_t n;
+
+        fd = rootdir_open_file(r, path, O_WRONLY | O_NOCTTY);
+        if (fd < 0)
+                return fd;
+        n = write(fd, value, len);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <stdbool.h>
+
+#include "peltd/time-util.h"
+
+/* What the command line asked for. main.c parses it; each mode lives with its pipeline stage. */
+typedef enum Mode {
+        MODE_DAEMON,
+        MODE_ONCE,
+        MODE_PRINT_TOPOLOGY,
+        MODE_PLAN,
+        MODE_RESTORE,
+} Mode;
+
+typedef struct Args {
+        Mode mode;
+        const char *config_file;     /* --config: this file alone; NULL: the default files */
+        const char *policy;          /* --policy, validated; NULL: from the config */
+        bool dry_run;
+        bool json;
+        usec_t once_usec;            /* --once SECONDS */
+        usec_t interval_usec;        /* --interval MSEC; 0: SampleIntervalMSec */
+        const char *sysfs_root;      /* --sysfs-root DIR; "/" by default */
+        const char *plan_file;       /* --plan GROUPS.ini */
+} Args;
+
+/*
+ * Each returns the process exit status: 0 on success, 1 on bad input or a failure to read (after
+ * logging it). Results go to stdout, logs to stderr.
+ */
+int cmd_once(const Args *args);
+int cmd_print_topology(const Args *args);
+int cmd_plan(const Args *args);
+int cmd_restore(const Args *args);
+int cmd_daemon(const Args *args);

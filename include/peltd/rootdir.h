@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <dirent.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "peltd/cpumask.h"
+#include "peltd/macro.h"
+
+/*
+ * Every read of /proc, /sys and cgroupfs goes through a RootDir: a directory fd that paths are
+ * resolved under. Production uses "/"; tests point it at a fixture tree or a private cgroup subtree.
+ * Paths are relative to the root; a leading '/' is ignored ("sys/devices/..." == "/sys/devices/...").
+ *
+ * Errors are negative errno values; these helpers never log.
+ */
+typedef struct RootDir {
+        int fd;
+        char *path;
+} RootDir;
+
+int rootdir_open(const char *path, RootDir **ret);
+RootDir *rootdir_free(RootDir *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(RootDir *, rootdir_free);
+#define _cleanup_rootdir_ _cleanup_(rootdir_freep)
+
+/* Opens a file under the root (O_CLOEXEC added); returns the fd or -errno. */
+int rootdir_open_file(const RootDir *r, const char *path, int flags);
+int rootdir_opendir(const RootDir *r, const char *path, DIR **ret);
+bool rootdir_exists(const RootDir *r, const char *path);
+bool rootdir_is_dir(const RootDir *r, const char *path);
+
+/*
+ * Reads a whole (small) file, strips trailing whitespace and NUL bytes (sysfs list files may end
+ * in NUL), and returns a NUL-terminated string. Files over 4 MiB are refused with -EFBIG.
+ */
+int rootdir_read_string(const RootDir *r, const char *path, char **ret);
+int rootdir_read_u64(const RootDir *r, const char *path, uint64_t *ret);
+int rootdir_read_int(const RootDir *r, const char *path, int *ret);
+/* A CPU list file ("0-3,8"); -EINVAL when it does not parse. */
+int rootdir_read_cpulist(const RootDir *r, const char *path, CpuMask *ret);
+/* A CPU hex map file ("ff,ffffffff"). */
+int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret);
+
+/* Writes value with one write() (as cgroupfs wants), no O_CREAT, no O_TRUNC surprises. */
+int rootdir_write_string(const RootDir *r, const char *path, const char *value);
+
+/* Reads all of fd from offset 0 with pread into buf (size includes room for the NUL). */
+ssize_t pread_string(int fd, char *buf, size_t size);
+/* Reads all of fd from its current position into a new string (may be large, e.g. tasks files). */
+int read_full_fd(int fd, char **ret, size_t *ret_size);

@@ -1,0 +1,39 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Shared by scripts/run and scripts/test: install what is missing, configure and build.
+
+# Everything the build, the tests and the benchmarks use, from Debian's archive.
+PELTD_PACKAGES=(
+        meson ninja-build gcc libc6-dev pkg-config
+        libsystemd-dev libcgroup-dev libinih-dev libjson-c-dev libcmocka-dev
+        dbus-daemon systemd util-linux procps jq valgrind
+)
+
+die() {
+        echo "peltd: $*" >&2
+        exit 1
+}
+
+ensure_packages() {
+        local missing=() p
+        for p in "${PELTD_PACKAGES[@]}"; do
+                dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+        done
+        ((${#missing[@]})) || return 0
+        [[ $(id -u) -eq 0 ]] || die "missing packages (${missing[*]}): run as root to install them"
+        echo "peltd: installing ${missing[*]}" >&2
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq || die "apt-get update failed"
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+                die "apt-get install ${missing[*]} failed"
+}
+
+# configure DIR [meson options...]: set up a build directory, or bring an existing one up to date.
+configure() {
+        local dir=$1
+        shift
+        if [[ -f $dir/build.ninja ]]; then
+                meson configure "$dir" "$@" >/dev/null || die "meson configure $dir failed"
+        else
+                meson setup "$dir" "$@" >/dev/null || die "meson setup $dir failed"
+        fi
+}
