@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "peltd/cpumask.h"
+#include "peltd/macro.h"
+#include "peltd/time-util.h"
+
+/* The daemon's configuration (DESIGN.md, "Configuration"). */
+
+typedef enum Policy {
+        POLICY_INVALID = -1,
+        POLICY_BALANCED,
+        POLICY_POWER,
+        POLICY_PERFORMANCE,
+        _POLICY_MAX,
+} Policy;
+
+typedef enum TaskTracking {
+        TASK_TRACKING_AUTO,          /* only where a policy needs per-thread figures */
+        TASK_TRACKING_YES,
+        TASK_TRACKING_NO,
+} TaskTracking;
+
+typedef enum Backend {
+        BACKEND_AUTO,
+        BACKEND_CGROUPFS,
+        BACKEND_SYSTEMD,
+} Backend;
+
+const char *policy_to_string(Policy p);
+Policy policy_from_string(const char *s);
+
+/* A [Group PATH] section; fields not set in any file keep their "unset" value. */
+typedef struct GroupConfig {
+        char *path;                  /* full path in the hierarchy, normalised ("/a/b") */
+        uint64_t shares;             /* Shares=; 0: unset */
+        Policy policy;               /* Policy=; POLICY_INVALID: unset (the daemon's policy) */
+        CpuMask allowed_cpus;        /* AllowedCPUs= */
+        bool has_allowed_cpus;
+        unsigned min_cpus;           /* MinCPUs=; 0: unset */
+        int manage;                  /* Manage=; -1: unset, 0: no, 1: yes */
+} GroupConfig;
+
+typedef struct Config {
+        Policy policy;
+        usec_t sample_interval_usec;
+        usec_t task_sample_interval_usec;
+        TaskTracking task_tracking;
+        char *cgroup_root;           /* normalised, "/" by default */
+        char **groups;               /* Groups= globs; NULL: the direct children of cgroup_root */
+        char *state_file;
+        bool dry_run;
+        Backend backend;
+        GroupConfig *group_configs;
+        size_t n_group_configs;
+} Config;
