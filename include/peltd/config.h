@@ -57,3 +57,27 @@ typedef struct Config {
         GroupConfig *group_configs;
         size_t n_group_configs;
 } Config;
+
+/* A Config with every default (DESIGN.md); -ENOMEM only. */
+int config_new_default(Config **ret);
+
+/*
+ * Loads the configuration: with path, that file alone (it must exist); without, /etc/peltd/peltd.conf
+ * (missing: all defaults) then /etc/peltd/peltd.conf.d/ *.conf in name order, a later file overriding
+ * key by key. Errors are logged naming FILE:LINE, the key and the value; returns -EINVAL for bad
+ * content, -errno when a file cannot be read.
+ */
+int config_load(const char *path, Config **ret);
+Config *config_free(Config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
+#define _cleanup_config_ _cleanup_(config_freep)
+
+/* The [Group PATH] settings for path, or NULL. */
+const GroupConfig *config_find_group(const Config *c, const char *path);
+
+/*
+ * Whether the cgroup at path (normalised, under CgroupRoot) is selected by Groups= (or, without
+ * Groups=, is a direct child of CgroupRoot). Nesting is the caller's: of nested matches only the
+ * topmost is placed.
+ */
+bool config_selects_group(const Config *c, const char *path);
