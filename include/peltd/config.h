@@ -42,6 +42,8 @@ typedef struct GroupConfig {
         bool has_allowed_cpus;
         unsigned min_cpus;           /* MinCPUs=; 0: unset */
         int manage;                  /* Manage=; -1: unset, 0: no, 1: yes */
+        char *source_file;           /* where the section first appeared, for messages */
+        unsigned source_line;
 } GroupConfig;
 
 typedef struct Config {
@@ -56,6 +58,8 @@ typedef struct Config {
         Backend backend;
         GroupConfig *group_configs;
         size_t n_group_configs;
+
+        char *groups_file;           /* while loading: the file the current Groups= list comes from */
 } Config;
 
 /* A Config with every default (DESIGN.md); -ENOMEM only. */
@@ -68,6 +72,8 @@ int config_new_default(Config **ret);
  * content, -errno when a file cannot be read.
  */
 int config_load(const char *path, Config **ret);
+/* The same with other locations (tests): main_file may be missing; dropin_dir may be NULL. */
+int config_load_files(const char *main_file, const char *dropin_dir, Config **ret);
 Config *config_free(Config *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Config *, config_free);
 #define _cleanup_config_ _cleanup_(config_freep)

@@ -1,0 +1,470 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <ctype.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+
+#include "peltd/config.h"
+#include "peltd/cpumask.h"
+#include "peltd/ini.h"
+#include "peltd/log.h"
+#include "peltd/parse.h"
+#include "peltd/time-util.h"
+
+enum {
+        LINE_INDENTED = 1 << 0,      /* starts with whitespace: a continuation, for inih */
+        LINE_REPORTED = 1 << 1,      /* the reader already reported an error on it */
+};
+
+typedef struct IniState {
+        const char *path;
+        const IniSchema *schema;
+        void *userdata;
+        FILE *f;
+        unsigned lineno;             /* lines handed to inih so far */
+        uint8_t *lines;              /* per line: LINE_INDENTED, LINE_REPORTED */
+        size_t n_lines;
+        int error;
+
+        /* The section being read, as last seen by the reader and opened by the handler. */
+        const IniSection *section;
+        char *section_raw;           /* inih's section string, to notice a new section */
+        void *section_data;
+        bool section_bad;            /* reported once; its keys are skipped */
+        unsigned section_line;       /* the line of the last section header the reader saw */
+        const char *last_key;        /* for continuation lines */
+} IniState;
+
+int ini_error(const IniPos *pos, const char *value, const char *format, ...) {
+        char msg[512];
+        va_list ap;
+
+        va_start(ap, format);
+        (void) vsnprintf(msg, sizeof msg, format, ap);
+        va_end(ap);
+        if (pos->key)
+                log_error("%s:%u: %s=%s: %s", pos->file, pos->line, pos->key, strna(value), msg);
+        else
+                log_error("%s:%u: %s", pos->file, pos->line, msg);
+        return -EINVAL;
+}
+
+static const IniSection *find_section(const IniSchema *s, const char *name) {
+        for (const IniSection *i = s->sections; i->name; i++)
+                if (streq(i->name, name))
+                        return i;
+        return NULL;
+}
+
+static const IniKey *find_key(const IniSchema *s, const char *section, const char *key) {
+        for (const IniKey *k = s->keys; k->key; k++)
+                if (streq(k->section, section) && streq(k->key, key))
+                        return k;
+        return NULL;
+}
+
+/* Splits "Name ARG" into its name and (stripped) argument. */
+static int split_section(const char *raw, char **ret_name, char **ret_arg) {
+        const char *p = raw, *e;
+        _cleanup_free_ char *name = NULL, *arg = NULL;
+
+        while (isspace((unsigned char) *p))
+                p++;
+        e = p;
+        while (*e && !isspace((unsigned char) *e))
+                e++;
+        name = strndup(p, (size_t) (e - p));
+        if (!name)
+                return -ENOMEM;
+        while (isspace((unsigned char) *e))
+                e++;
+        if (*e) {
+                arg = strdup(e);
+                if (!arg)
+                        return -ENOMEM;
+                strstrip_trailing(arg);
+        }
+        *ret_name = TAKE_PTR(name);
+        *ret_arg = TAKE_PTR(arg);
+        return 0;
+}
+
+/* Checks a "[...]" header line as the reader sees it, so that empty unknown sections are caught. */
+static void check_section_line(IniState *st, const char *line) {
+        _cleanup_free_ char *inner = NULL, *name = NULL, *arg = NULL;
+        const char *close = strchr(line, ']');
+        IniPos pos = { .file = st->path, .line = st->lineno };
+        const IniSection *sec;
+
+        if (!close) {
+                st->error = ini_error(&pos, NULL, "Section header without a closing ']'.");
+                return;
+        }
+        inner = strndup(line + 1, (size_t) (close - line - 1));
+        if (!inner || split_section(inner, &name, &arg) < 0) {
+                st->error = log_oom();
+                return;
+        }
+        sec = find_section(st->schema, name);
+        if (!sec)
+                st->error = ini_error(&pos, NULL, "Unknown section [%s].", inner);
+        else if (sec->has_argument && !arg)
+                st->error = ini_error(&pos, NULL, "Section [%s] needs an argument: [%s ...].", name, name);
+        else if (!sec->has_argument && arg)
+                st->error = ini_error(&pos, NULL, "Section [%s] takes no argument, got \"%s\".", name, arg);
+}
+
+/* inih's reader: one line per call, as fgets would; refuses what inih would cut silently. */
+static char *reader(char *str, int num, void *stream) {
+        IniState *st = stream;
+        _cleanup_free_ char *line = NULL;
+        size_t allocated = 0, len;
+        ssize_t n;
+        const char *p;
+
+        n = getline(&line, &allocated, st->f);
+        if (n < 0)
+                return NULL;
+        st->lineno++;
+        len = (size_t) n;
+        if (len > 0 && line[len - 1] == '\n')
+                line[--len] = 0;
+
+        if (st->n_lines < st->lineno + 1) {
+                size_t nn = MAX(st->lineno + 1, st->n_lines * 2);
+                uint8_t *nl = realloc(st->lines, nn);
+
+                if (!nl) {
+                        st->error = log_oom();
+                        return NULL;
+                }
+                memset(nl + st->n_lines, 0, nn - st->n_lines);
+                st->lines = nl;
+                st->n_lines = nn;
+        }
+        if (len > 0 && isspace((unsigned char) line[0]))
+                st->lines[st->lineno] |= LINE_INDENTED;
+
+        if (memchr(line, 0, len)) {
+                IniPos pos = { .file = st->path, .line = st->lineno };
+                st->error = ini_error(&pos, NULL, "NUL byte in line.");
+                st->lines[st->lineno] |= LINE_REPORTED;
+                line[0] = 0;
+                len = 0;
+        }
+        if (len > INI_LINE_MAX || len + 2 > (size_t) num) {
+                IniPos pos = { .file = st->path, .line = st->lineno };
+                st->error = ini_error(&pos, NULL, "Line too long (%zu characters, at most %d).", len, INI_LINE_MAX);
+                st->lines[st->lineno] |= LINE_REPORTED;
+                /* Hand inih an empty line in its place so that line numbers stay right. */
+                line[0] = 0;
+                len = 0;
+        }
+
+        p = line;
+        while (isspace((unsigned char) *p))
+                p++;
+        if (*p == '[') {
+                int before = st->error;
+
+                st->section_line = st->lineno;
+                st->error = 0;
+                check_section_line(st, p);
+                if (st->error < 0)
+                        st->lines[st->lineno] |= LINE_REPORTED;
+                else
+                        st->error = before;
+        }
+
+        memcpy(str, line, len);
+        str[len] = '\n';
+        str[len + 1] = 0;
+        return str;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value, int lineno) {
+        IniState *st = user;
+        IniPos pos = { .file = st->path, .line = (unsigned) lineno, .key = name };
+        const IniKey *k;
+        int r;
+
+        pos.continuation = (size_t) lineno < st->n_lines && (st->lines[lineno] & LINE_INDENTED);
+
+        if (!st->section_raw || !streq(st->section_raw, section)) {
+                _cleanup_free_ char *sname = NULL, *arg = NULL;
+
+                /* A new section: open it (the reader already reported unknown ones). */
+                free(st->section_raw);
+                st->section_raw = strdup(section);
+                if (!st->section_raw)
+                        return (st->error = log_oom()), 1;
+                st->section = NULL;
+                st->section_data = NULL;
+                st->section_bad = false;
+                st->last_key = NULL;
+
+                if (isempty(section)) {
+                        st->section_bad = true;
+                        st->error = ini_error(&pos, value, "Key outside of any section.");
+                        return 1;
+                }
+                if (split_section(section, &sname, &arg) < 0)
+                        return (st->error = log_oom()), 1;
+                st->section = find_section(st->schema, sname);
+                if (!st->section || st->section->has_argument != !!arg) {
+                        st->section_bad = true; /* reported by the reader */
+                        return 1;
+                }
+                /* The section is opened at its first key, but problems with it belong to its header. */
+                IniPos spos = { .file = st->path, .line = st->section_line, .section = st->section->name };
+                r = st->section->open(st->userdata, &spos, arg, &st->section_data);
+                if (r < 0) {
+                        st->section_bad = true;
+                        st->error = r;
+                        return 1;
+                }
+        }
+        if (st->section_bad)
+                return 1;
+
+        pos.section = st->section->name;
+        k = find_key(st->schema, st->section->name, name);
+        if (!k) {
+                st->error = ini_error(&pos, value, "Unknown key in section [%s].", st->section->name);
+                return 1;
+        }
+        if (pos.continuation && !k->multiline) {
+                st->error = ini_error(&pos, value, "Continuation line: %s= takes a single value.", name);
+                return 1;
+        }
+        if (isempty(value)) {
+                st->error = ini_error(&pos, value, "Empty value.");
+                return 1;
+        }
+        r = k->parse(&pos, value, k, (uint8_t *) st->section_data + k->offset);
+        if (r < 0)
+                st->error = r;
+        /* Always 1: errors are ours to report, and every bad line should be reported. */
+        return 1;
+}
+
+int ini_load(const char *path, const IniSchema *schema, void *userdata) {
+        _cleanup_fclose_ FILE *f = NULL;
+        IniState st = { .path = path, .schema = schema, .userdata = userdata };
+        int r;
+
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno == ENOENT)
+                        return -ENOENT;
+                return log_error_errno(errno, "Failed to open %s: %m", path);
+        }
+        st.f = f;
+
+        r = ini_parse_stream(reader, &st, handler, &st);
+        if (r > 0) {
+                /* A line inih could not parse: no '=' (or ':'), or a broken section header. */
+                IniPos pos = { .file = path, .line = (unsigned) r };
+
+                if ((size_t) r >= st.n_lines || !(st.lines[r] & LINE_REPORTED))
+                        st.error = ini_error(&pos, NULL, "Syntax error: expected \"Key=Value\", \"[Section]\" or a comment.");
+        } else if (r < 0 && st.error == 0)
+                st.error = log_error_errno(ENOMEM, "Failed to parse %s: out of memory", path);
+
+        if (ferror(f) && st.error == 0)
+                st.error = log_error_errno(EIO, "Failed to read %s: I/O error", path);
+
+        free(st.lines);
+        free(st.section_raw);
+        return st.error < 0 ? st.error : 0;
+}
+
+/* ---- Parsers ---------------------------------------------------------------------------------- */
+
+int ini_parse_u64(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        uint64_t v;
+        int r = safe_atou64(value, &v);
+
+        if (r < 0 || v < (uint64_t) key->min || v > (uint64_t) key->max)
+                return ini_error(pos, value, "Expected an integer from %" PRIi64 " to %" PRIi64 ".", key->min, key->max);
+        *(uint64_t *) data = v;
+        return 0;
+}
+
+int ini_parse_unsigned(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        uint64_t v;
+        int r = ini_parse_u64(pos, value, key, &v);
+
+        if (r < 0)
+                return r;
+        if (v > UINT_MAX)
+                return ini_error(pos, value, "Value too large.");
+        *(unsigned *) data = (unsigned) v;
+        return 0;
+}
+
+int ini_parse_bool(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        int b = parse_boolean(value);
+
+        if (b < 0)
+                return ini_error(pos, value, "Expected a boolean (yes/no/true/false/1/0).");
+        *(bool *) data = b;
+        return 0;
+}
+
+int ini_parse_tristate(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        int b = parse_boolean(value);
+
+        if (b < 0)
+                return ini_error(pos, value, "Expected a boolean (yes/no/true/false/1/0).");
+        *(int *) data = b;
+        return 0;
+}
+
+int ini_parse_double(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        double v;
+
+        if (safe_atod(value, &v) < 0 || v < (double) key->min || v > (double) key->max)
+                return ini_error(pos, value, "Expected a number from %" PRIi64 " to %" PRIi64 ".", key->min, key->max);
+        *(double *) data = v;
+        return 0;
+}
+
+int ini_parse_msec(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        uint64_t v;
+        int r = ini_parse_u64(pos, value, key, &v);
+
+        if (r < 0)
+                return r;
+        *(usec_t *) data = v * USEC_PER_MSEC;
+        return 0;
+}
+
+int ini_parse_cpulist(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        CpuMask m;
+        int r = cpumask_parse_list(value, &m);
+
+        if (r == -ERANGE)
+                return ini_error(pos, value, "CPU number too large (at most %d).", CPUMASK_MAX - 1);
+        if (r < 0)
+                return ini_error(pos, value, "Expected a CPU list such as 0-3,8.");
+        if (cpumask_empty(&m))
+                return ini_error(pos, value, "Empty CPU list.");
+        *(CpuMask *) data = m;
+        return 0;
+}
+
+int ini_parse_policy(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        Policy p = policy_from_string(value);
+
+        if (p < 0)
+                return ini_error(pos, value, "Unknown policy: use power, performance or balanced.");
+        *(Policy *) data = p;
+        return 0;
+}
+
+int cgroup_path_normalize(const char *in, char **ret) {
+        _cleanup_free_ char *out = NULL;
+        size_t n = 0;
+
+        if (!in || in[0] != '/')
+                return -EINVAL;
+        out = malloc(strlen(in) + 2);
+        if (!out)
+                return -ENOMEM;
+        for (const char *p = in; *p;) {
+                const char *e;
+                size_t len;
+
+                while (*p == '/')
+                        p++;
+                if (!*p)
+                        break;
+                e = strchrnul(p, '/');
+                len = (size_t) (e - p);
+                if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EINVAL;
+                for (size_t i = 0; i < len; i++)
+                        if (iscntrl((unsigned char) p[i]))
+                                return -EINVAL;
+                out[n++] = '/';
+                memcpy(out + n, p, len);
+                n += len;
+                p = e;
+        }
+        if (n == 0)
+                out[n++] = '/';
+        out[n] = 0;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+bool cgroup_path_under(const char *path, const char *root) {
+        size_t l = strlen(root);
+
+        if (streq(root, "/"))
+                return path[0] == '/';
+        return strncmp(path, root, l) == 0 && (path[l] == 0 || path[l] == '/');
+}
+
+int ini_parse_cgroup_path(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        char *p;
+        int r = cgroup_path_normalize(value, &p);
+
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return ini_error(pos, value, "Expected an absolute cgroup path without \".\" or \"..\" components.");
+        free(*(char **) data);
+        *(char **) data = p;
+        return 0;
+}
+
+int ini_parse_abs_path(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        char *p;
+
+        _cleanup_free_ char *norm = NULL;
+
+        /* The same rules as cgroup paths: absolute, no "." or ".." components. */
+        if (cgroup_path_normalize(value, &norm) < 0 || streq(norm, "/"))
+                return ini_error(pos, value, "Expected an absolute file path without \".\" or \"..\" components.");
+        p = strdup(value);
+        if (!p)
+                return log_oom();
+        free(*(char **) data);
+        *(char **) data = p;
+        return 0;
+}
+
+int ini_parse_globs(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        _cleanup_strv_free_ char **add = NULL;
+        char ***list = data;
+        size_t n, m;
+        char **nl;
+
+        add = strv_split_whitespace(value);
+        if (!add)
+                return log_oom();
+        for (char **g = add; *g; g++) {
+                _cleanup_free_ char *norm = NULL;
+
+                if (cgroup_path_normalize(*g, &norm) < 0)
+                        return ini_error(pos, value, "\"%s\" is not an absolute cgroup path pattern.", *g);
+                if (!streq(norm, *g))
+                        return ini_error(pos, value, "\"%s\" is not normalised (write it as \"%s\").", *g, norm);
+        }
+
+        /* Continuation lines and repeated keys in one file append; a later file replaces (config.c). */
+        n = strv_length(*list);
+        m = strv_length(add);
+        nl = realloc(*list, sizeof(char *) * (n + m + 1));
+        if (!nl)
+                return log_oom();
+        for (size_t i = 0; i < m; i++)
+                nl[n + i] = add[i];
+        nl[n + m] = NULL;
+        *list = nl;
+        free(TAKE_PTR(add)); /* the strings moved into the list */
+        return 0;
+}

@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/* The strict INI layer and the daemon's configuration: values, precedence, and FILE:LINE errors. */
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "peltd/config.h"
+#include "peltd/ini.h"
+#include "peltd/macro.h"
+#include "peltd/parse.h"
+
+static char tmpdir[] = "/tmp/peltd-test-config-XXXXXX";
+
+static char *write_file(const char *name, const char *content) {
+        char *path;
+        FILE *f;
+
+        assert_true(asprintf(&path, "%s/%s", tmpdir, name) > 0);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(content, f);
+        fclose(f);
+        return path;
+}
+
+/* Runs config_load() on content and returns what it logged (stderr), and its result. */
+static char *load_capture(const char *content, int *ret, Config **ret_config) {
+        _cleanup_free_ char *path = write_file("peltd.conf", content);
+        char logpath[256], *log = NULL;
+        int saved, fd;
+        Config *c = NULL;
+        FILE *f;
+        size_t n = 0;
+
+        snprintf(logpath, sizeof logpath, "%s/stderr", tmpdir);
+        fflush(stderr);
+        saved = dup(STDERR_FILENO);
+        fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        dup2(fd, STDERR_FILENO);
+        close(fd);
+        *ret = config_load(path, &c);
+        fflush(stderr);
+        dup2(saved, STDERR_FILENO);
+        close(saved);
+
+        f = fopen(logpath, "re");
+        assert_non_null(f);
+        assert_true(getdelim(&log, &n, 0, f) >= 0 || (log = strdup("")));
+        fclose(f);
+        if (ret_config)
+                *ret_config = c;
+        else
+                config_free(c);
+        return log;
+}
+
+static void expect_error(const char *content, const char *fragment) {
+        int r;
+        _cleanup_free_ char *log = load_capture(content, &r, NULL);
+
+        if (r != -EINVAL || !strstr(log, fragment))
+                fail_msg("expected -EINVAL and \"%s\" in the log; got %d and:\n%s", fragment, r, log);
+}
+
+static void test_defaults(_unused_ void **state) {
+        _cleanup_config_ Config *c = NULL;
+
+        assert_int_equal(config_new_default(&c), 0);
+        assert_int_equal(c->policy, POLICY_BALANCED);
+        assert_int_equal(c->sample_interval_usec, 100000);
+        assert_int_equal(c->task_sample_interval_usec, 1000000);
+        assert_int_equal(c->task_tracking, TASK_TRACKING_AUTO);
+        assert_string_equal(c->cgroup_root, "/");
+        assert_null(c->groups);
+        assert_string_equal(c->state_file, "/run/peltd/originals");
+        assert_false(c->dry_run);
+        assert_int_equal(c->backend, BACKEND_AUTO);
+}
+
+static void test_every_key(_unused_ void **state) {
+        _cleanup_free_ char *log = NULL;
+        Config *c = NULL;
+        const GroupConfig *g;
+        int r;
+
+        log = load_capture("# a comment\n"
+                           "; another\n"
+                           "[Daemon]\n"
+                           "Policy=power ; inline comment\n"
+                           "SampleIntervalMSec=250\n"
+                           "TaskSampleIntervalMSec = 2000\n"
+                           "TaskTracking=no\n"
+                           "CgroupRoot=/peltd//test/\n"
+                           "Groups=/peltd/test/web /peltd/test/batch-*\n"
+                           "  /peltd/test/db\n"
+                           "StateFile=/run/peltd-test/originals\n"
+                           "DryRun=yes\n"
+                           "Backend=cgroupfs\n"
+                           "\n"
+                           "[Group /peltd/test/web]\n"
+                           "Shares=2048\n"
+                           "Policy=performance\n"
+                           "AllowedCPUs=0-3,8\n"
+                           "MinCPUs=2\n"
+                           "[Group /peltd/test/batch-1]\n"
+                           "Manage=no\n",
+                           &r, &c);
+        if (r < 0)
+                fail_msg("%s", log);
+        assert_int_equal(c->policy, POLICY_POWER);
+        assert_int_equal(c->sample_interval_usec, 250000);
+        assert_int_equal(c->task_sample_interval_usec, 2000000);
+        assert_int_equal(c->task_tracking, TASK_TRACKING_NO);
+        assert_string_equal(c->cgroup_root, "/peltd/test");
+        assert_int_equal(strv_length(c->groups), 3);
+        assert_string_equal(c->groups[2], "/peltd/test/db");
+        assert_string_equal(c->state_file, "/run/peltd-test/originals");
+        assert_true(c->dry_run);
+        assert_int_equal(c->backend, BACKEND_CGROUPFS);
+        assert_int_equal(c->n_group_configs, 2);
+        g = config_find_group(c, "/peltd/test/web");
+        assert_non_null(g);
+        assert_int_equal(g->shares, 2048);
+        assert_int_equal(g->policy, POLICY_PERFORMANCE);
+        assert_true(g->has_allowed_cpus);
+        assert_int_equal(cpumask_count(&g->allowed_cpus), 5);
+        assert_int_equal(g->min_cpus, 2);
+        assert_int_equal(g->manage, -1);
+        g = config_find_group(c, "/peltd/test/batch-1");
+        assert_int_equal(g->manage, 0);
+        assert_int_equal(g->shares, 0);
+        assert_int_equal(g->policy, POLICY_INVALID);
+        assert_null(config_find_group(c, "/peltd/test/none"));
+
+        assert_true(config_selects_group(c, "/peltd/test/web"));
+        assert_true(config_selects_group(c, "/peltd/test/batch-7"));
+        assert_false(config_selects_group(c, "/peltd/test/batch-7/sub")); /* '*' stops at '/' */
+        assert_false(config_selects_group(c, "/peltd/test/other"));
+        config_free(c);
+}
+
+static void test_selects_direct_children(_unused_ void **state) {
+        _cleanup_config_ Config *c = NULL;
+
+        assert_int_equal(config_new_default(&c), 0);
+        assert_true(config_selects_group(c, "/system.slice"));
+        assert_false(config_selects_group(c, "/system.slice/foo.service"));
+        assert_false(config_selects_group(c, "/"));
+        free(c->cgroup_root);
+        c->cgroup_root = strdup("/peltd");
+        assert_true(config_selects_group(c, "/peltd/web"));
+        assert_false(config_selects_group(c, "/peltd"));
+        assert_false(config_selects_group(c, "/peltdx/web"));
+        assert_false(config_selects_group(c, "/peltd/web/a"));
+        assert_false(config_selects_group(c, "/other/web"));
+}
+
+static void test_errors_name_file_and_line(_unused_ void **state) {
+        expect_error("[Daemon]\nPolicy=fast\n", "peltd.conf:2: Policy=fast: Unknown policy");
+        expect_error("[Daemon]\n\nSampleIntervalMSec=5\n", "peltd.conf:3: SampleIntervalMSec=5: Expected an integer from 10 to 60000");
+        expect_error("[Daemon]\nSampleIntervalMSec=1O0\n", ":2: SampleIntervalMSec=1O0");
+        expect_error("[Daemon]\nDryRun=maybe\n", ":2: DryRun=maybe: Expected a boolean");
+        expect_error("[Daemon]\nColour=blue\n", ":2: Colour=blue: Unknown key in section [Daemon]");
+        expect_error("[Deamon]\nPolicy=power\n", ":1: Unknown section [Deamon]");
+        expect_error("[Daemon]\n[Extra]\n", ":2: Unknown section [Extra]");
+        expect_error("Policy=power\n", ":1: Policy=power: Key outside of any section");
+        expect_error("[Daemon]\nCgroupRoot=/a/../b\n", ":2: CgroupRoot=/a/../b: Expected an absolute cgroup path");
+        expect_error("[Daemon]\nCgroupRoot=relative\n", ":2: CgroupRoot=relative");
+        expect_error("[Daemon]\nTaskTracking=sometimes\n", ":2: TaskTracking=sometimes: Expected auto, yes or no");
+        expect_error("[Daemon]\nBackend=docker\n", ":2: Backend=docker");
+        expect_error("[Daemon]\nPolicy=power\n  performance\n", ":3: Policy=performance: Continuation line");
+        expect_error("[Daemon]\nPolicy\n", ":2: Syntax error");
+        expect_error("[Daemon\nPolicy=power\n", ":1: Section header without a closing ']'");
+        expect_error("[Daemon]\nPolicy=\n", ":2: Policy=: Empty value");
+        expect_error("[Daemon]\nGroups=/a/../b\n", ":2: Groups=/a/../b");
+        expect_error("[Daemon]\nGroups=/a//b\n", "not normalised");
+        expect_error("[Daemon]\nStateFile=run/x\n", ":2: StateFile=run/x: Expected an absolute file path");
+        expect_error("[Group]\nShares=5\n", ":1: Section [Group] needs an argument");
+        expect_error("[Daemon x]\n", ":1: Section [Daemon] takes no argument");
+        expect_error("[Group /a/..]\nShares=5\n", ":1: [Group /a/..]: expected an absolute cgroup path");
+        expect_error("[Group /web]\nShares=1\n", ":2: Shares=1: Expected an integer from 2 to 262144");
+        expect_error("[Group /web]\nShares=262145\n", ":2: Shares=262145");
+        expect_error("[Group /web]\nAllowedCPUs=3-1\n", ":2: AllowedCPUs=3-1: Expected a CPU list");
+        expect_error("[Group /web]\nAllowedCPUs=9000\n", ":2: AllowedCPUs=9000: CPU number too large");
+        expect_error("[Group /web]\nMinCPUs=0\n", ":2: MinCPUs=0");
+        expect_error("[Group /web]\nManage=perhaps\n", ":2: Manage=perhaps");
+        expect_error("[Daemon]\nCgroupRoot=/peltd\n[Group /other/web]\nShares=100\n",
+                     ":3: [Group /other/web] is not below CgroupRoot=/peltd");
+        expect_error("[Daemon]\nCgroupRoot=/peltd\nGroups=/other/*\n", "Groups=/other/* does not lie below CgroupRoot=/peltd");
+        expect_error("[Group /]\nShares=100\n", "the root cgroup cannot be managed");
+
+        /* Lines inih would split silently are refused. */
+        char longline[400];
+        snprintf(longline, sizeof longline, "[Daemon]\nGroups=/%0250d\n", 0);
+        expect_error(longline, ":2: Line too long (258 characters, at most 199)");
+}
+
+static void test_every_error_reported(_unused_ void **state) {
+        int r;
+        _cleanup_free_ char *log = load_capture("[Daemon]\nPolicy=fast\nDryRun=maybe\n[Group /web]\nShares=1\n", &r, NULL);
+
+        assert_int_equal(r, -EINVAL);
+        assert_non_null(strstr(log, ":2: Policy=fast"));
+        assert_non_null(strstr(log, ":3: DryRun=maybe"));
+        assert_non_null(strstr(log, ":5: Shares=1"));
+}
+
+static void test_missing_file(_unused_ void **state) {
+        Config *c = NULL;
+        char path[256];
+
+        snprintf(path, sizeof path, "%s/does-not-exist.conf", tmpdir);
+        assert_int_equal(config_load(path, &c), -ENOENT);
+        assert_null(c);
+
+        /* The default location may be missing: all defaults. */
+        assert_int_equal(config_load_files(path, NULL, &c), 0);
+        assert_int_equal(c->policy, POLICY_BALANCED);
+        config_free(c);
+}
+
+static void test_dropins_override_key_by_key(_unused_ void **state) {
+        _cleanup_free_ char *main_file = NULL, *d1 = NULL, *d2 = NULL, *dir = NULL;
+        Config *c = NULL;
+
+        assert_true(asprintf(&dir, "%s/peltd.conf.d", tmpdir) > 0);
+        mkdir(dir, 0755);
+        main_file = write_file("main.conf",
+                               "[Daemon]\nPolicy=power\nSampleIntervalMSec=200\nGroups=/a /b\n"
+                               "[Group /a]\nShares=300\nMinCPUs=2\n");
+        /* Applied in name order: 10 then 20. */
+        d2 = write_file("peltd.conf.d/20-late.conf", "[Daemon]\nPolicy=performance\n[Group /a]\nShares=500\n");
+        d1 = write_file("peltd.conf.d/10-early.conf", "[Daemon]\nPolicy=balanced\nGroups=/c\n");
+        write_file("peltd.conf.d/30-ignored.txt", "garbage");
+
+        assert_int_equal(config_load_files(main_file, dir, &c), 0);
+        assert_int_equal(c->policy, POLICY_PERFORMANCE);
+        assert_int_equal(c->sample_interval_usec, 200000);
+        /* Groups= from a later file replaces the list. */
+        assert_int_equal(strv_length(c->groups), 1);
+        assert_string_equal(c->groups[0], "/c");
+        assert_int_equal(config_find_group(c, "/a")->shares, 500);
+        assert_int_equal(config_find_group(c, "/a")->min_cpus, 2);
+        config_free(c);
+
+        /* A broken drop-in fails the whole load and names its own file. */
+        _cleanup_free_ char *bad = write_file("peltd.conf.d/25-bad.conf", "[Daemon]\nPolicy=turbo\n");
+        c = NULL;
+        assert_int_equal(config_load_files(main_file, dir, &c), -EINVAL);
+        assert_null(c);
+        unlink(bad);
+        unlink(d1);
+        unlink(d2);
+}
+
+static void test_cgroup_paths(_unused_ void **state) {
+        static const struct {
+                const char *in, *out;
+        } ok[] = {
+                { "/", "/" }, { "//", "/" }, { "/a", "/a" }, { "/a/", "/a" }, { "/a//b", "/a/b" }, { "/a.b/..c", "/a.b/..c" },
+        };
+        static const char *const bad[] = { "", "a", "/a/..", "/./a", "/a/../b", "a/b", "/a\tb" };
+
+        for (size_t i = 0; i < ELEMENTSOF(ok); i++) {
+                _cleanup_free_ char *p = NULL;
+
+                assert_int_equal(cgroup_path_normalize(ok[i].in, &p), 0);
+                assert_string_equal(p, ok[i].out);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                char *p = NULL;
+
+                assert_int_equal(cgroup_path_normalize(bad[i], &p), -EINVAL);
+                assert_null(p);
+        }
+        assert_true(cgroup_path_under("/a/b", "/a"));
+        assert_true(cgroup_path_under("/a", "/a"));
+        assert_false(cgroup_path_under("/ab", "/a"));
+        assert_true(cgroup_path_under("/x", "/"));
+}
+
+static void test_policy_names(_unused_ void **state) {
+        assert_int_equal(policy_from_string("power"), POLICY_POWER);
+        assert_int_equal(policy_from_string("performance"), POLICY_PERFORMANCE);
+        assert_int_equal(policy_from_string("balanced"), POLICY_BALANCED);
+        assert_int_equal(policy_from_string("Power"), POLICY_INVALID);
+        assert_int_equal(policy_from_string(NULL), POLICY_INVALID);
+        assert_string_equal(policy_to_string(POLICY_POWER), "power");
+        assert_null(policy_to_string(_POLICY_MAX));
+}
+
+static int setup(_unused_ void **state) {
+        return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown(_unused_ void **state) {
+        char cmd[300];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_defaults),
+                cmocka_unit_test(test_every_key),
+                cmocka_unit_test(test_selects_direct_children),
+                cmocka_unit_test(test_errors_name_file_and_line),
+                cmocka_unit_test(test_every_error_reported),
+                cmocka_unit_test(test_missing_file),
+                cmocka_unit_test(test_dropins_override_key_by_key),
+                cmocka_unit_test(test_cgroup_paths),
+                cmocka_unit_test(test_policy_names),
+        };
+
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
