@@ -1,0 +1,18 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# systemd-analyze verify only warns about most mistakes in a unit, and still exits 0: any output
+# at all fails this test. The unit is checked with ExecStart= pointing at the binary just built.
+# Usage: unit-verify.sh UNIT.in PELTD
+set -u
+dir=$(mktemp -d /tmp/peltd-unit-XXXXXX) || exit 1
+trap 'rm -rf "$dir"' EXIT
+sed "s|@sbindir@/peltd|$2|g" "$1" > "$dir/peltd.service"
+out=$(systemd-analyze verify --man=no "$dir/peltd.service" 2>&1)
+rc=$?
+if [ $rc -ne 0 ] || [ -n "$out" ]; then
+        echo "systemd-analyze verify (exit $rc):"
+        echo "$out"
+        exit 1
+fi
+score=$(systemd-analyze security --offline=yes "$dir/peltd.service" 2>/dev/null | sed -n 's/.*Overall exposure level for peltd.service: \([0-9.]*\).*/\1/p')
+echo "exposure score: ${score:-unknown}"
