@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "peltd/cpumask.h"
+#include "peltd/originals.h"
+
+/*
+ * Applying placements to cgroup files, safely.
+ *
+ * Everything goes through a CgroupIO: the daemon's is the real cgroupfs (through RootDirs, so that
+ * integration tests can use a private subtree), unit tests use a simulation with the kernel's v1
+ * cpuset rules. A batch of writes for one group (its cpuset, its descendants' cpusets, its shares)
+ * is applied so that:
+ *
+ *   - only values that differ are written, each read back first;
+ *   - the original of every file is recorded in the state file before its first write, and the
+ *     write does not happen when that record cannot be made;
+ *   - cpusets widen top-down and narrow bottom-up (a v1 child must stay inside its parent); what
+ *     the kernel still refuses with EBUSY / EACCES is retried after the rest of the batch;
+ *   - no cpuset is ever written empty;
+ *   - if any write of the batch fails for good, the ones already made are put back, so a group's
+ *     cpuset and shares change together or not at all.
+ */
+
+typedef struct CgroupIO {
+        /* Reads a file of a group (value with trailing whitespace stripped). */
+        int (*read)(void *userdata, const char *hierarchy, const char *group, const char *file, char **ret);
+        int (*write)(void *userdata, const char *hierarchy, const char *group, const char *file, const char *value);
+        void *userdata;
+} CgroupIO;
+
+typedef struct CgWrite {
+        const char *hierarchy;       /* "cpuset", "cpu", "unified" */
+        char *group;                 /* "/a/b" */
+        const char *file;            /* "cpuset.cpus", "cpu.shares", "cpu.weight", "cgroup.subtree_control" */
+        char *value;                 /* what to write */
+        /* Filled in by cg_write_batch(): */
+        char *old;                   /* what the file held before */
+        bool changed;                /* written (or, dry run, would be) */
+        int error;                   /* the final error of this write, 0 */
+} CgWrite;
+
+void cg_write_done(CgWrite *w);
+
+/* Whether a file holds CPU lists (cpuset.cpus): those are compared as sets and never written empty. */
+bool cg_file_is_cpulist(const char *file);
+
+/*
+ * Applies the batch as described above. In dry-run mode everything is read and compared, nothing
+ * is written or recorded, and `changed` says what would have been written. Returns 0 when every
+ * write took (or was not needed), -ENOENT when the group vanished (nothing left half-changed
+ * where the kernel allowed a rollback), else the first hard error (after rolling back).
+ */
+int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run);
+
+/*
+ * Puts back what the state file recorded, for one group at a time in an order the kernel accepts.
+ * A file is restored only when it still holds peltd's last value, or that value less CPUs that
+ * are now offline (v1 drops offline CPUs from every cpuset); anything else was changed by someone
+ * else and is left alone (logged). Entries restored, or no longer restorable (the group is gone),
+ * are forgotten; the state file is removed when none is left. `online` is the set of online CPUs.
+ * Returns 0 when everything that could be restored was, else the number of entries left (> 0),
+ * or -errno when the state file could not be updated.
+ */
+int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run);

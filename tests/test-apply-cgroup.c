@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Applying and restoring against a simulated cgroup v1 hierarchy that enforces the kernel's cpuset
+ * rules (a child inside its parent: EACCES when it would leave it, EBUSY when the parent would
+ * leave a child out), so that ordering, retries and rollback are tested on every run.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "peltd/apply-cgroup.h"
+#include "peltd/macro.h"
+
+typedef struct SimGroup {
+        const char *path;
+        CpuMask cpus;
+        char shares[32];
+        char subtree[64];
+        bool gone;
+} SimGroup;
+
+typedef struct Sim {
+        SimGroup g[8];
+        size_t n;
+        int writes;
+        int fail_shares;             /* error to return for cpu.shares writes; 0 */
+        char log[2048];
+} Sim;
+
+static SimGroup *sim_find(Sim *s, const char *path) {
+        for (size_t i = 0; i < s->n; i++)
+                if (streq(s->g[i].path, path) && !s->g[i].gone)
+                        return &s->g[i];
+        return NULL;
+}
+
+static bool is_child(const char *child, const char *parent) {
+        size_t l = strlen(parent);
+
+        if (streq(parent, "/"))
+                return child[0] == '/' && child[1] && !strchr(child + 1, '/');
+        return strncmp(child, parent, l) == 0 && child[l] == '/' && !strchr(child + l + 1, '/');
+}
+
+static int sim_read(void *userdata, _unused_ const char *h, const char *group, const char *file, char **ret) {
+        Sim *s = userdata;
+        SimGroup *g = sim_find(s, group);
+
+        if (!g)
+                return -ENOENT;
+        if (streq(file, "cpuset.cpus"))
+                *ret = cpumask_to_list(&g->cpus);
+        else if (streq(file, "cpu.shares"))
+                *ret = strdup(g->shares);
+        else if (streq(file, "cgroup.subtree_control"))
+                *ret = strdup(g->subtree);
+        else
+                return -ENOENT;
+        return 0;
+}
+
+static int sim_write(void *userdata, _unused_ const char *h, const char *group, const char *file, const char *value) {
+        Sim *s = userdata;
+        SimGroup *g = sim_find(s, group);
+        char line[128];
+
+        if (!g)
+                return -ENOENT;
+        if (streq(file, "cpuset.cpus")) {
+                CpuMask m;
+
+                if (cpumask_parse_list(value, &m) < 0)
+                        return -EINVAL;
+                for (size_t i = 0; i < s->n; i++) {
+                        SimGroup *o = &s->g[i];
+
+                        if (o->gone)
+                                continue;
+                        if (is_child(group, o->path) && !cpumask_subset(&m, &o->cpus))
+                                return -EACCES; /* outside the parent */
+                        if (is_child(o->path, group) && !cpumask_subset(&o->cpus, &m))
+                                return -EBUSY;  /* a child left outside */
+                }
+                g->cpus = m;
+        } else if (streq(file, "cpu.shares")) {
+                if (s->fail_shares)
+                        return s->fail_shares;
+                snprintf(g->shares, sizeof g->shares, "%s", value);
+        } else if (streq(file, "cgroup.subtree_control")) {
+                if (value[0] == '+')
+                        snprintf(g->subtree, sizeof g->subtree, "%s", value + 1);
+                else
+                        g->subtree[0] = 0;
+        } else
+                return -ENOENT;
+        s->writes++;
+        snprintf(line, sizeof line, "%s %s=%s\n", group, file, value);
+        strncat(s->log, line, sizeof s->log - strlen(s->log) - 1);
+        return 0;
+}
+
+static Sim sim;
+static CgroupIO io = { sim_read, sim_write, &sim };
+static char tmpdir[] = "/tmp/peltd-test-apply-XXXXXX";
+static char statepath[256];
+
+static void sim_add(const char *path, const char *cpus, const char *shares) {
+        SimGroup *g = &sim.g[sim.n++];
+
+        *g = (SimGroup){ .path = path };
+        assert_int_equal(cpumask_parse_list(cpus, &g->cpus), 0);
+        snprintf(g->shares, sizeof g->shares, "%s", shares);
+}
+
+static const char *cpus_of(const char *path) {
+        static char buf[64];
+
+        return cpumask_format(&sim_find(&sim, path)->cpus, buf, sizeof buf);
+}
+
+static int setup_test(_unused_ void **state) {
+        memset(&sim, 0, sizeof sim);
+        sim_add("/", "0-7", "1024");
+        sim_add("/peltd", "0-7", "1024");
+        sim_add("/peltd/web", "0-7", "1024");
+        sim_add("/peltd/web/a", "0-7", "1024");
+        sim_add("/peltd/web/b", "4-7", "1024");
+        sim_add("/peltd/batch", "0-3", "512");
+        unlink(statepath);
+        return 0;
+}
+
+static CgWrite W(const char *h, const char *group, const char *file, const char *value) {
+        return (CgWrite){ .hierarchy = h, .group = strdup(group), .file = file, .value = strdup(value) };
+}
+
+static void done(CgWrite *w, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                cg_write_done(&w[i]);
+}
+
+static void test_narrow_children_first(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        /* Given parent-first, the order the kernel would refuse: the batch sorts it. */
+        CgWrite w[] = {
+                W("cpuset", "/peltd/web", "cpuset.cpus", "0-1"),
+                W("cpuset", "/peltd/web/a", "cpuset.cpus", "0-1"),
+                W("cpuset", "/peltd/web/b", "cpuset.cpus", "1"),
+                W("cpu", "/peltd/web", "cpu.shares", "2048"),
+        };
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_string_equal(cpus_of("/peltd/web"), "0-1");
+        assert_string_equal(cpus_of("/peltd/web/a"), "0-1");
+        assert_string_equal(cpus_of("/peltd/web/b"), "1");
+        assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "2048");
+        assert_int_equal(sim.writes, 4);
+        for (size_t i = 0; i < ELEMENTSOF(w); i++)
+                assert_true(w[i].changed);
+        /* Children were written before their parent, no refusal needed. */
+        assert_true(strstr(sim.log, "/peltd/web/a cpuset") < strstr(sim.log, "/peltd/web cpuset"));
+
+        /* Every original is recorded. */
+        assert_int_equal(o->n_entries, 4);
+        assert_string_equal(originals_find(o, "cpuset", "/peltd/web/b", "cpuset.cpus")->original, "4-7");
+        assert_string_equal(originals_find(o, "cpu", "/peltd/web", "cpu.shares")->original, "1024");
+        done(w, ELEMENTSOF(w));
+}
+
+static void test_widen_parents_first_and_skip_equal(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite n[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "0") };
+        CgWrite w[] = {
+                W("cpuset", "/peltd/batch", "cpuset.cpus", "0-5"),
+                W("cpu", "/peltd/batch", "cpu.shares", "512"), /* already so: not written */
+        };
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, n, 1, false), 0);
+        sim.writes = 0;
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_string_equal(cpus_of("/peltd/batch"), "0-5");
+        assert_int_equal(sim.writes, 1);
+        assert_false(w[1].changed);
+        /* The first original stays: 0-3, not the 0 peltd wrote in between. */
+        assert_string_equal(originals_find(o, "cpuset", "/peltd/batch", "cpuset.cpus")->original, "0-3");
+        assert_string_equal(originals_find(o, "cpuset", "/peltd/batch", "cpuset.cpus")->written, "0-5");
+        done(n, 1);
+        done(w, ELEMENTSOF(w));
+}
+
+static void test_rollback_keeps_group_consistent(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite w[] = {
+                W("cpuset", "/peltd/batch", "cpuset.cpus", "2"),
+                W("cpu", "/peltd/batch", "cpu.shares", "4096"),
+        };
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        sim.fail_shares = -EIO;
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        /* The cpuset went back: the group is as it was. */
+        assert_string_equal(cpus_of("/peltd/batch"), "0-3");
+        assert_string_equal(sim_find(&sim, "/peltd/batch")->shares, "512");
+        assert_false(w[0].changed);
+        assert_int_equal(w[1].error, -EIO);
+        /* And nothing is left in the state file: the files hold their originals. */
+        assert_int_equal(o->n_entries, 0);
+        done(w, ELEMENTSOF(w));
+}
+
+static void test_refusals(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *bad = NULL;
+        CgWrite empty[] = { W("cpuset", "/peltd/web", "cpuset.cpus", "") };
+        CgWrite gone[] = { W("cpuset", "/peltd/nope", "cpuset.cpus", "0") };
+        CgWrite w[] = { W("cpu", "/peltd/web", "cpu.shares", "100") };
+        CgWrite outside[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "8") };
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, empty, 1, false), -EINVAL);
+        assert_int_equal(cg_write_batch(&io, o, gone, 1, false), -ENOENT);
+        /* Outside its parent for good: no progress is possible, the error stands. */
+        assert_int_equal(cg_write_batch(&io, o, outside, 1, false), -EACCES);
+        assert_string_equal(cpus_of("/peltd/batch"), "0-3");
+        assert_int_equal(sim.writes, 0);
+        assert_int_equal(o->n_entries, 0);
+
+        /* No record of the original, no write. */
+        assert_int_equal(originals_load("/proc/peltd-none/state", &bad), 0);
+        assert_true(cg_write_batch(&io, bad, w, 1, false) < 0);
+        assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "1024");
+        assert_int_equal(sim.writes, 0);
+        done(empty, 1);
+        done(gone, 1);
+        done(w, 1);
+        done(outside, 1);
+}
+
+static void test_dry_run_writes_nothing(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite w[] = {
+                W("cpuset", "/peltd/web", "cpuset.cpus", "0"),
+                W("cpu", "/peltd/web", "cpu.shares", "1024"),
+        };
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), true), 0);
+        assert_true(w[0].changed);
+        assert_false(w[1].changed);
+        assert_int_equal(sim.writes, 0);
+        assert_int_equal(o->n_entries, 0);
+        assert_int_equal(access(statepath, F_OK), -1);
+        done(w, ELEMENTSOF(w));
+}
+
+static void test_restore(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
+        CpuMask online;
+        CgWrite w[] = {
+                W("cpuset", "/peltd/web", "cpuset.cpus", "1-2"),
+                W("cpuset", "/peltd/web/a", "cpuset.cpus", "1-2"),
+                W("cpuset", "/peltd/web/b", "cpuset.cpus", "2"),
+                W("cpu", "/peltd/web", "cpu.shares", "2048"),
+        };
+        CgWrite b[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "3"), W("cpu", "/peltd/batch", "cpu.shares", "100") };
+
+        assert_int_equal(cpumask_parse_list("0-7", &online), 0);
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(cg_write_batch(&io, o, b, ELEMENTSOF(b), false), 0);
+
+        /* Someone else changes batch's shares; CPU 2 goes offline (v1 drops it from every cpuset). */
+        snprintf(sim_find(&sim, "/peltd/batch")->shares, 32, "777");
+        assert_int_equal(cpumask_parse_list("1", &sim_find(&sim, "/peltd/web")->cpus), 0);
+        assert_int_equal(cpumask_parse_list("1", &sim_find(&sim, "/peltd/web/a")->cpus), 0);
+        sim.g[4].gone = true; /* /peltd/web/b went away */
+        cpumask_clear(&online, 2);
+
+        /* A restart reads the state file back; a dry run changes nothing at all. */
+        assert_int_equal(originals_load(statepath, &again), 0);
+        assert_int_equal(again->n_entries, 6);
+        sim.writes = 0;
+        assert_int_equal(cg_restore(&io, again, &online, true), 0);
+        assert_int_equal(sim.writes, 0);
+        assert_int_equal(again->n_entries, 6);
+
+        assert_int_equal(cg_restore(&io, again, &online, false), 0);
+        /* Widening restores go parent first; offline CPU 2 cannot be written back. */
+        assert_string_equal(cpus_of("/peltd/web"), "0-1,3-7");
+        assert_string_equal(cpus_of("/peltd/web/a"), "0-1,3-7");
+        assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "1024");
+        assert_string_equal(cpus_of("/peltd/batch"), "0-1,3");
+        /* The value someone else wrote is left alone. */
+        assert_string_equal(sim_find(&sim, "/peltd/batch")->shares, "777");
+        assert_int_equal(again->n_entries, 0);
+        assert_int_equal(access(statepath, F_OK), -1);
+        done(w, ELEMENTSOF(w));
+        done(b, ELEMENTSOF(b));
+}
+
+static void test_restore_narrowing_order_and_subtree_control(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CpuMask online;
+        CgWrite w[] = {
+                W("cpuset", "/peltd", "cgroup.subtree_control", "+cpuset"),
+                W("cpuset", "/peltd/batch", "cpuset.cpus", "0-7"),
+        };
+
+        assert_int_equal(cpumask_parse_list("0-7", &online), 0);
+        assert_int_equal(originals_load(statepath, &o), 0);
+        /* batch widens from 0-3 to 0-7; restoring narrows it again, and disables what peltd enabled, last. */
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpuset");
+        assert_true(strstr(sim.log, "subtree_control=+cpuset") < strstr(sim.log, "batch cpuset.cpus"));
+        sim.log[0] = 0;
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(cpus_of("/peltd/batch"), "0-3");
+        assert_string_equal(sim_find(&sim, "/peltd")->subtree, "");
+        assert_true(strstr(sim.log, "batch cpuset.cpus") < strstr(sim.log, "subtree_control=-cpuset"));
+        done(w, ELEMENTSOF(w));
+}
+
+static void test_restore_failure_is_kept(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CpuMask online;
+        CgWrite w[] = { W("cpu", "/peltd/web", "cpu.shares", "3000") };
+
+        assert_int_equal(cpumask_parse_list("0-7", &online), 0);
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, 1, false), 0);
+        sim.fail_shares = -EIO;
+        assert_int_equal(cg_restore(&io, o, &online, false), 1);
+        assert_int_equal(o->n_entries, 1);
+        sim.fail_shares = 0;
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "1024");
+        done(w, 1);
+}
+
+static int setup(_unused_ void **state) {
+        if (!mkdtemp(tmpdir))
+                return -1;
+        snprintf(statepath, sizeof statepath, "%s/originals", tmpdir);
+        return 0;
+}
+
+static int teardown(_unused_ void **state) {
+        char cmd[300];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup(test_narrow_children_first, setup_test),
+                cmocka_unit_test_setup(test_widen_parents_first_and_skip_equal, setup_test),
+                cmocka_unit_test_setup(test_rollback_keeps_group_consistent, setup_test),
+                cmocka_unit_test_setup(test_refusals, setup_test),
+                cmocka_unit_test_setup(test_dry_run_writes_nothing, setup_test),
+                cmocka_unit_test_setup(test_restore, setup_test),
+                cmocka_unit_test_setup(test_restore_narrowing_order_and_subtree_control, setup_test),
+                cmocka_unit_test_setup(test_restore_failure_is_kept, setup_test),
+        };
+
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
