@@ -11,49 +11,67 @@
  * As y^PERIOD = 1/2, y^n = 1/2^(n/PERIOD) * y^(n%PERIOD), with a table for y^k (k < PERIOD): constant
  * time. After 63 half-lives every 64-bit value is 0.
  */
-uint64_t pelt_decay_load(uint64_t val, uint64_t n) {
-        unsigned local_n;
+/* y^n, split once into halvings and a table entry, to apply to several values. */
+typedef struct Decay {
+        unsigned shift;              /* whole multiples of 32 periods: halvings */
+        uint32_t inv;                /* y^(n % 32) as 32.32 fixed point */
+        bool zero;                   /* after 63 half-lives every 64-bit value is 0 */
+} Decay;
 
+static inline Decay decay_of(uint64_t n) {
         if (n > PELT_LOAD_AVG_PERIOD * 63)
+                return (Decay){ .zero = true };
+        return (Decay){ .shift = (unsigned) (n / PELT_LOAD_AVG_PERIOD), .inv = pelt_yN_inv[n % PELT_LOAD_AVG_PERIOD] };
+}
+
+static inline uint64_t decay_apply(uint64_t val, Decay d) {
+        if (d.zero)
                 return 0;
-
-        local_n = (unsigned) n;
-        if (local_n >= PELT_LOAD_AVG_PERIOD) {
-                val >>= local_n / PELT_LOAD_AVG_PERIOD;
-                local_n %= PELT_LOAD_AVG_PERIOD;
-        }
-
         /* mul_u64_u32_shr(): the full 96-bit product, shifted; the kernel never rounds up here. */
-        return (uint64_t) (((unsigned __int128) val * pelt_yN_inv[local_n]) >> 32);
+        return (uint64_t) (((unsigned __int128) (val >> d.shift) * d.inv) >> 32);
+}
+
+/*
+ * Approximate: val * y^n, where y^32 = 1/2.
+ *
+ * As y^PERIOD = 1/2, y^n = 1/2^(n/PERIOD) * y^(n%PERIOD), with a table for y^k (k < PERIOD): constant
+ * time. After 63 half-lives every 64-bit value is 0.
+ */
+uint64_t pelt_decay_load(uint64_t val, uint64_t n) {
+        return decay_apply(val, decay_of(n));
+}
+
+/*
+ *            p-1
+ * c2 = 1024 \Sum y^n
+ *            n=1
+ *
+ *              inf        inf
+ *    = 1024 ( \Sum y^n - \Sum y^n - y^0 )
+ *              n=0        n=p
+ */
+static inline uint32_t accumulate_segments(Decay d, uint32_t d1, uint32_t d3) {
+        uint32_t c1 = (uint32_t) decay_apply(d1, d);                                     /* c1 = d1 y^p */
+        uint32_t c2 = PELT_LOAD_AVG_MAX - (uint32_t) decay_apply(PELT_LOAD_AVG_MAX, d) - 1024;
+
+        return c1 + c2 + d3;                                                             /* c3 = d3 y^0 */
 }
 
 uint32_t pelt_accumulate_segments(uint64_t periods, uint32_t d1, uint32_t d3) {
-        uint32_t c1, c2, c3 = d3; /* y^0 == 1 */
-
-        /* c1 = d1 y^p */
-        c1 = (uint32_t) pelt_decay_load((uint64_t) d1, periods);
-
-        /*
-         *            p-1
-         * c2 = 1024 \Sum y^n
-         *            n=1
-         *
-         *              inf        inf
-         *    = 1024 ( \Sum y^n - \Sum y^n - y^0 )
-         *              n=0        n=p
-         */
-        c2 = PELT_LOAD_AVG_MAX - (uint32_t) pelt_decay_load(PELT_LOAD_AVG_MAX, periods) - 1024;
-
-        return c1 + c2 + c3;
+        return accumulate_segments(decay_of(periods), d1, d3);
 }
 
 uint32_t pelt_divider(const PeltAvg *sa) {
         return PELT_DIVIDER_MIN + sa->period_contrib;
 }
 
-/* v * frac, frac in 32.32 fixed point, rounded to nearest: exact for whole multipliers. */
+/*
+ * v * frac, frac in 32.32 fixed point, truncated like every other step of the kernel's math: exact
+ * for whole multipliers; otherwise low by less than one unit of a sum (a sum of an always-running
+ * entity is about 47742 << 10 units).
+ */
 static inline uint64_t scale(uint64_t v, uint64_t frac) {
-        return (uint64_t) (((unsigned __int128) v * frac + PELT_FRAC_ONE / 2) >> PELT_FRAC_SHIFT);
+        return (uint64_t) (((unsigned __int128) v * frac) >> PELT_FRAC_SHIFT);
 }
 
 /*
@@ -70,9 +88,12 @@ static uint64_t accumulate_sum(uint64_t delta, PeltAvg *sa, uint64_t load_frac, 
         periods = delta / 1024; /* A period is 1024 units (~1 ms) */
 
         if (periods) {
-                sa->load_sum = pelt_decay_load(sa->load_sum, periods);
-                sa->runnable_sum = pelt_decay_load(sa->runnable_sum, periods);
-                sa->util_sum = pelt_decay_load(sa->util_sum, periods);
+                /* One y^p for all of it: the three sums and the segments decay alike. */
+                Decay d = decay_of(periods);
+
+                sa->load_sum = decay_apply(sa->load_sum, d);
+                sa->runnable_sum = decay_apply(sa->runnable_sum, d);
+                sa->util_sum = decay_apply(sa->util_sum, d);
 
                 delta %= 1024;
                 /*
@@ -81,7 +102,7 @@ static uint64_t accumulate_sum(uint64_t delta, PeltAvg *sa, uint64_t load_frac, 
                  * run with no tracked load, so compute it whenever anything will use it.
                  */
                 if (load_frac || runnable_frac || running_frac)
-                        contrib = pelt_accumulate_segments(periods, 1024 - sa->period_contrib, (uint32_t) delta);
+                        contrib = accumulate_segments(d, 1024 - sa->period_contrib, (uint32_t) delta);
         }
         sa->period_contrib = (uint32_t) delta;
 
@@ -131,17 +152,21 @@ int pelt_update_load_sum(PeltAvg *sa, uint64_t now_ns, unsigned long load, unsig
                           running ? PELT_FRAC_ONE : 0);
 }
 
-void pelt_update_load_avg(PeltAvg *sa, unsigned long load) {
-        uint32_t divider = pelt_divider(sa);
+static inline void update_avg(PeltAvg *sa, unsigned long load) {
+        uint32_t divider = PELT_DIVIDER_MIN + sa->period_contrib;
 
         sa->load_avg = (uint64_t) load * sa->load_sum / divider;
         sa->runnable_avg = sa->runnable_sum / divider;
         sa->util_avg = sa->util_sum / divider;
 }
 
+void pelt_update_load_avg(PeltAvg *sa, unsigned long load) {
+        update_avg(sa, load);
+}
+
 int pelt_update_entity(PeltAvg *sa, uint64_t now_ns, unsigned long weight, bool runnable, bool running) {
         if (pelt_update_load_sum(sa, now_ns, runnable, runnable, running)) {
-                pelt_update_load_avg(sa, weight);
+                update_avg(sa, weight);
                 return 1;
         }
         return 0;
@@ -151,7 +176,7 @@ int pelt_update_sampled(PeltAvg *sa, uint64_t now_ns, unsigned long weight, uint
                         uint64_t running_frac) {
         /* A task's load is its runnable share (on the runqueue), its weight applied in the average. */
         if (update_sum(now_ns, sa, MIN(runnable_frac, PELT_FRAC_ONE), runnable_frac, running_frac)) {
-                pelt_update_load_avg(sa, weight);
+                update_avg(sa, weight);
                 return 1;
         }
         return 0;
