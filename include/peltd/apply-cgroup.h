@@ -66,3 +66,20 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
  * or -errno when the state file could not be updated.
  */
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run);
+
+/*
+ * The real cgroupfs as a CgroupIO: "cpuset", "cpu", "cpuacct" and "unified" name a RootDir each
+ * (NULL where that hierarchy is not mounted); "systemd" names unit properties set through bus
+ * (group = the unit, file = "AllowedCPUs" or "CPUWeight"; bus may be NULL when unused).
+ */
+typedef struct RootDir RootDir;
+
+typedef struct CgroupRoots {
+        RootDir *cpuset;
+        RootDir *cpu;
+        RootDir *cpuacct;
+        RootDir *unified;
+        struct sd_bus *bus;
+} CgroupRoots;
+
+CgroupIO cgroup_io_real(CgroupRoots *roots);

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cg_write_batch() and cg_restore() on the real kernel: a private subtree in the cpuset and cpu
+ * hierarchies (cgroup v1 here), removed at the end, also on failure. Checks that the order and
+ * retry rules hold against the kernel's own cpuset checks.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "machine-lock.h"
+#include "peltd/apply-cgroup.h"
+#include "peltd/macro.h"
+#include "peltd/rootdir.h"
+
+#define CPUSET_MOUNT "/sys/fs/cgroup/cpuset"
+#define CPU_MOUNT "/sys/fs/cgroup/cpu"
+
+static char base[64];        /* "/peltd-test-PID" */
+static char statepath[128];
+static CgroupRoots roots;
+static CgroupIO io;
+static CpuMask online;
+static char all_cpus[64];
+
+static void sh(const char *fmt, ...) {
+        char cmd[512];
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(cmd, sizeof cmd, fmt, ap);
+        va_end(ap);
+        if (system(cmd) != 0)
+                fail_msg("command failed: %s", cmd);
+}
+
+static void cleanup_tree(void) {
+        static const char *const mounts[] = { CPUSET_MOUNT, CPU_MOUNT };
+        char cmd[256];
+
+        /* Children before parents: rmdir refuses a group with children. */
+        for (size_t i = 0; i < ELEMENTSOF(mounts); i++) {
+                snprintf(cmd, sizeof cmd, "[ -d %s%s ] && find %s%s -depth -type d -exec rmdir {} + 2>/dev/null", mounts[i],
+                         base, mounts[i], base);
+                (void) !system(cmd);
+        }
+        unlink(statepath);
+}
+
+static char *get(const char *h, const char *group, const char *file) {
+        static char buf[256];
+        char *v = NULL;
+
+        assert_int_equal(io.read(io.userdata, h, group, file, &v), 0);
+        snprintf(buf, sizeof buf, "%s", v);
+        free(v);
+        return buf;
+}
+
+static CgWrite W(const char *h, const char *group, const char *file, const char *value) {
+        return (CgWrite){ .hierarchy = h, .group = strdup(group), .file = file, .value = strdup(value) };
+}
+
+static int setup(_unused_ void **state) {
+        _cleanup_free_ char *s = NULL;
+
+        machine_lock();
+        if (access(CPUSET_MOUNT "/cpuset.cpus", F_OK) < 0) {
+                fprintf(stderr, "cgroup v1 cpuset hierarchy not mounted at " CPUSET_MOUNT "\n");
+                return -1;
+        }
+        snprintf(base, sizeof base, "/peltd-test-%d", (int) getpid());
+        snprintf(statepath, sizeof statepath, "/tmp/peltd-test-apply-kernel-%d/originals", (int) getpid());
+        atexit(cleanup_tree);
+
+        if (rootdir_open(CPUSET_MOUNT, &roots.cpuset) < 0 || rootdir_open(CPU_MOUNT, &roots.cpu) < 0)
+                return -1;
+        io = cgroup_io_real(&roots);
+        if (rootdir_read_string(roots.cpuset, "cpuset.effective_cpus", &s) < 0 || cpumask_parse_list(s, &online) < 0)
+                return -1;
+        cpumask_format(&online, all_cpus, sizeof all_cpus);
+        return 0;
+}
+
+static int teardown(_unused_ void **state) {
+        cleanup_tree();
+        rootdir_free(roots.cpuset);
+        rootdir_free(roots.cpu);
+        return 0;
+}
+
+/* /base/g with a child /base/g/c, both on every CPU (v1 cpusets start empty: set them, mems too). */
+static void make_tree(void) {
+        cleanup_tree();
+        sh("mkdir -p %s%s/g/c %s%s/g", CPUSET_MOUNT, base, CPU_MOUNT, base);
+        sh("cd %s%s && cat ../cpuset.mems > cpuset.mems && echo %s > cpuset.cpus && "
+           "cat cpuset.mems > g/cpuset.mems && echo %s > g/cpuset.cpus && "
+           "cat cpuset.mems > g/c/cpuset.mems && echo %s > g/c/cpuset.cpus",
+           CPUSET_MOUNT, base, all_cpus, all_cpus, all_cpus);
+}
+
+static void test_narrow_widen_restore(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        char g[96], c[96], last[8];
+        int lastcpu = cpumask_last(&online);
+
+        if (cpumask_count(&online) < 2)
+                fail_msg("needs two online CPUs");
+        make_tree();
+        snprintf(g, sizeof g, "%s/g", base);
+        snprintf(c, sizeof c, "%s/g/c", base);
+        snprintf(last, sizeof last, "%d", lastcpu);
+
+        /* The kernel refuses the parent first (EBUSY): the batch must get the order right itself. */
+        assert_int_equal(io.write(io.userdata, "cpuset", g, "cpuset.cpus", last), -EBUSY);
+
+        CgWrite narrow[] = {
+                W("cpuset", g, "cpuset.cpus", last),
+                W("cpuset", c, "cpuset.cpus", last),
+                W("cpu", g, "cpu.shares", "2048"),
+        };
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, narrow, ELEMENTSOF(narrow), false), 0);
+        assert_string_equal(get("cpuset", g, "cpuset.cpus"), last);
+        assert_string_equal(get("cpuset", c, "cpuset.cpus"), last);
+        assert_string_equal(get("cpu", g, "cpu.shares"), "2048");
+
+        /* A child outside its parent is refused for good (EACCES) and the batch leaves nothing changed. */
+        CgWrite bad[] = { W("cpu", g, "cpu.shares", "4096"), W("cpuset", c, "cpuset.cpus", "0") };
+        assert_int_equal(cg_write_batch(&io, o, bad, ELEMENTSOF(bad), false), -EACCES);
+        assert_string_equal(get("cpu", g, "cpu.shares"), "2048");
+        assert_string_equal(get("cpuset", c, "cpuset.cpus"), last);
+
+        /* Restoring widens again, parents first. */
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(get("cpuset", g, "cpuset.cpus"), all_cpus);
+        assert_string_equal(get("cpuset", c, "cpuset.cpus"), all_cpus);
+        assert_string_equal(get("cpu", g, "cpu.shares"), "1024");
+        assert_int_equal(o->n_entries, 0);
+
+        for (size_t i = 0; i < ELEMENTSOF(narrow); i++)
+                cg_write_done(&narrow[i]);
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++)
+                cg_write_done(&bad[i]);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_narrow_widen_restore),
+        };
+
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
