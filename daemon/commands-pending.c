@@ -8,10 +8,6 @@ static int pending(const char *what) {
         return 1;
 }
 
-int cmd_once(_unused_ const Args *args) {
-        return pending("--once");
-}
-
 int cmd_print_topology(_unused_ const Args *args) {
         return pending("--print-topology");
 }
