@@ -50,6 +50,7 @@ static void group_free(CgroupGroup *g) {
         close_fd(&g->stat_fd);
         close_fd(&g->shares_fd);
         close_fd(&g->cpus_fd);
+        free(g->percpu_ns);
         free(g->path);
         free(g);
 }
@@ -152,7 +153,8 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
         uint64_t v;
         int k;
 
-        g->have_usage = g->have_usage_scaled = g->have_throttled = g->have_shares = false;
+        g->have_usage = g->have_throttled = g->have_shares = false;
+        g->n_percpu = 0;
 
         /* The CPUs it may use: for throttling (summed over them) and for their capacity. */
         if (g->cpus_fd >= 0) {
@@ -217,12 +219,13 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
                 int n = cgroup_parse_u64_list(buf, percpu, ELEMENTSOF(percpu));
 
                 if (n > 0) {
-                        unsigned __int128 sum = 0;
+                        uint64_t *nv = realloc(g->percpu_ns, (size_t) n * sizeof *nv);
 
-                        for (int i = 0; i < n; i++)
-                                sum += (unsigned __int128) percpu[i] * capacity_of(s, (size_t) i);
-                        g->usage_scaled_ns = (uint64_t) (sum / 1024);
-                        g->have_usage_scaled = true;
+                        if (!nv)
+                                return -ENOMEM;
+                        memcpy(nv, percpu, (size_t) n * sizeof *nv);
+                        g->percpu_ns = nv;
+                        g->n_percpu = (size_t) n;
                 } else
                         log_debug("%s: cpuacct.usage_percpu does not parse, skipping it this round.", g->path);
         }

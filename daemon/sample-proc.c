@@ -366,14 +366,11 @@ int proc_parse_stat(const char *s, char comm[static 16], int *ret_nice, uint64_t
         return 0;
 }
 
-int proc_parse_cpu_times(const char *s, uint64_t *ret_steal, uint64_t *ret_total) {
-        const char *p = startswith(s, "cpu ");
+/* One "cpu..." line's values: user nice system idle iowait irq softirq steal (guest is inside user). */
+static int parse_cpu_line(const char *p, ProcCpuTimes *ret) {
         uint64_t total = 0, v, steal = 0;
         int n = 0;
 
-        if (!p)
-                return -EINVAL;
-        /* user nice system idle iowait irq softirq steal guest guest_nice; guest is inside user. */
         for (; n < 10; n++) {
                 while (*p == ' ')
                         p++;
@@ -389,9 +386,38 @@ int proc_parse_cpu_times(const char *s, uint64_t *ret_steal, uint64_t *ret_total
         }
         if (n < 4)
                 return -EINVAL;
-        *ret_steal = steal;
-        *ret_total = total;
+        *ret = (ProcCpuTimes){ .steal = steal, .total = total };
         return 0;
+}
+
+int proc_parse_cpu_times(const char *s, ProcCpuTimes *ret, size_t max) {
+        size_t filled = 0;
+
+        if (max == 0)
+                return -EINVAL;
+        memset(ret, 0, max * sizeof *ret);
+        while (*s) {
+                const char *eol = strchrnul(s, '\n'), *p;
+
+                if ((p = startswith(s, "cpu "))) {
+                        if (parse_cpu_line(p, &ret[0]) < 0)
+                                return -EINVAL;
+                        filled = MAX(filled, (size_t) 1);
+                } else if ((p = startswith(s, "cpu"))) {
+                        uint64_t cpu;
+
+                        p = parse_u64_token(p, &cpu);
+                        if (!p || *p != ' ')
+                                return -EINVAL;
+                        if (cpu + 1 < max) {
+                                if (parse_cpu_line(p, &ret[cpu + 1]) < 0)
+                                        return -EINVAL;
+                                filled = MAX(filled, (size_t) cpu + 2);
+                        }
+                }
+                s = *eol ? eol + 1 : eol;
+        }
+        return filled ? (int) filled : -EINVAL;
 }
 
 /* ---- reading ---------------------------------------------------------------------------------- */
@@ -788,16 +814,18 @@ size_t proc_sampler_n_fallback(const ProcSampler *s) {
         return s->n_fallback;
 }
 
-int proc_sampler_cpu_times(ProcSampler *s, uint64_t *ret_steal, uint64_t *ret_total) {
-        char buf[512];
+int proc_sampler_cpu_times(ProcSampler *s, ProcCpuTimes *ret, size_t max) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 4096 + max * 128;
         ssize_t n;
 
         if (s->stat_fd < 0)
                 return -ENOENT;
-        /* Only the first line is needed: a short read is enough (the rest lists every CPU). */
-        n = pread(s->stat_fd, buf, sizeof buf - 1, 0);
+        buf = malloc(size);
+        if (!buf)
+                return -ENOMEM;
+        n = pread_string(s->stat_fd, buf, size);
         if (n < 0)
-                return negative_errno();
-        buf[n] = 0;
-        return proc_parse_cpu_times(buf, ret_steal, ret_total);
+                return (int) n;
+        return proc_parse_cpu_times(buf, ret, max);
 }

@@ -5,6 +5,9 @@
 /* What tracking keeps for a managed group. */
 typedef struct GroupData {
         TrackGroup tg;
+        uint64_t *last_percpu_ns;    /* usage_percpu as of the last round */
+        size_t n_last_percpu;
+        uint64_t usage_eff_ns;       /* capacity-invariant, steal-free usage, accumulated */
         uint64_t last_throttled_ns;
         uint64_t throttled_growth_ns;
         bool have_throttled;
@@ -32,8 +35,12 @@ struct Sampling {
         TrackGroup catchall;         /* threads outside every managed group */
 
         uint64_t last_now_ns;
-        uint64_t last_steal, last_total;
+        ProcCpuTimes *times, *last_times;   /* [0]: the machine, [1 + N]: CPU N */
+        size_t n_times;
         bool have_cpu_times;
+        uint64_t steal_frac;                /* the machine's, last round */
+        uint64_t *cpu_steal_frac;           /* per CPU, last round */
+        size_t n_cpus;
         bool started;
         unsigned rounds;
         uint32_t walk_gen;
@@ -41,6 +48,13 @@ struct Sampling {
         SampledThread *out_threads;
         SampledGroup *out_groups;
 };
+
+static void group_data_free(GroupData *d) {
+        if (!d)
+                return;
+        free(d->last_percpu_ns);
+        free(d);
+}
 
 int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const SamplingOptions *o, Sampling **ret) {
         _cleanup_sampling_ Sampling *s = NULL;
@@ -54,13 +68,21 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
         s->opts = *o;
         track_group_init(&s->catchall, 0);
 
-        if (o->task_tracking) {
-                ProcSamplerOptions po = { .netlink = o->netlink, .rescan_rounds = o->rescan_rounds, .max_fds = o->max_fds };
+        /* /proc/stat (steal) is read either way; threads only with task tracking. */
+        {
+                ProcSamplerOptions po = { .netlink = o->task_tracking && o->netlink, .rescan_rounds = o->rescan_rounds, .max_fds = o->max_fds };
 
                 r = proc_sampler_new(proc, &po, &s->procs);
                 if (r < 0)
                         return r;
         }
+        s->n_cpus = MAX(o->n_capacity, (size_t) 1);
+        s->n_times = s->n_cpus + 1;
+        s->times = new0(ProcCpuTimes, s->n_times);
+        s->last_times = new0(ProcCpuTimes, s->n_times);
+        s->cpu_steal_frac = new0(uint64_t, s->n_cpus);
+        if (!s->times || !s->last_times || !s->cpu_steal_frac)
+                return -ENOMEM;
         r = cgroup_sampler_new(fs, config, &s->groups);
         if (r < 0)
                 return r;
@@ -75,7 +97,10 @@ Sampling *sampling_free(Sampling *s) {
                 return NULL;
         if (s->groups)
                 for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++)
-                        free(cgroup_sampler_group(s->groups, i)->userdata);
+                        group_data_free(cgroup_sampler_group(s->groups, i)->userdata);
+        free(s->times);
+        free(s->last_times);
+        free(s->cpu_steal_frac);
         cgroup_sampler_free(s->groups);
         proc_sampler_free(s->procs);
         free(s->threads);
@@ -99,12 +124,56 @@ static unsigned capacity_of(const Sampling *s, int cpu) {
         return TRACK_CAPACITY_SCALE;
 }
 
-static TrackGroupSample group_sample(const CgroupGroup *g) {
+static uint64_t steal_of(const Sampling *s, int cpu) {
+        return cpu >= 0 && (size_t) cpu < s->n_cpus && s->have_cpu_times ? s->cpu_steal_frac[cpu] : s->steal_frac;
+}
+
+/*
+ * Adds this round's per-CPU usage to the group's capacity-invariant, steal-free usage: each CPU's
+ * time counts capacity/1024 and is a share of the time that CPU was not stolen. Returns false
+ * when the split is unknown, or a counter went backwards (a recreated group: skip the round).
+ */
+static bool accumulate_percpu(const Sampling *s, GroupData *d, const CgroupGroup *g) {
+        bool ok = true;
+
+        if (g->n_percpu == 0) {
+                d->n_last_percpu = 0;
+                return false;
+        }
+        if (d->n_last_percpu == g->n_percpu) {
+                for (size_t cpu = 0; cpu < g->n_percpu; cpu++) {
+                        uint64_t delta, steal = steal_of(s, (int) cpu);
+
+                        if (g->percpu_ns[cpu] < d->last_percpu_ns[cpu]) {
+                                ok = false;
+                                continue;
+                        }
+                        delta = g->percpu_ns[cpu] - d->last_percpu_ns[cpu];
+                        delta = (uint64_t) ((unsigned __int128) delta * capacity_of(s, (int) cpu) / TRACK_CAPACITY_SCALE);
+                        if (steal < PELT_FRAC_ONE)
+                                delta = (uint64_t) (((unsigned __int128) delta << PELT_FRAC_SHIFT) / (PELT_FRAC_ONE - steal));
+                        d->usage_eff_ns += delta;
+                }
+        } else {
+                uint64_t *v = realloc(d->last_percpu_ns, g->n_percpu * sizeof *v);
+
+                if (!v)
+                        return false;
+                d->last_percpu_ns = v;
+        }
+        memcpy(d->last_percpu_ns, g->percpu_ns, g->n_percpu * sizeof *g->percpu_ns);
+        d->n_last_percpu = g->n_percpu;
+        return ok;
+}
+
+static TrackGroupSample group_sample(const Sampling *s, GroupData *d, const CgroupGroup *g) {
+        bool scaled = accumulate_percpu(s, d, g);
+
         return (TrackGroupSample){
-                .have_usage = g->have_usage,
+                .have_usage = g->have_usage && (scaled || g->n_percpu == 0),
                 .usage_ns = g->usage_ns,
-                .have_usage_scaled = g->have_usage_scaled,
-                .usage_scaled_ns = g->usage_scaled_ns,
+                .have_usage_scaled = scaled,
+                .usage_scaled_ns = d->usage_eff_ns,
                 .capacity = g->capacity,
                 .have_throttled = g->have_throttled,
                 .throttled_ns = g->throttled_ns,
@@ -179,7 +248,7 @@ static int groups_found(Sampling *s) {
                 if (!d)
                         return -ENOMEM;
                 track_group_init(&d->tg, s->catchall.clock_ns);
-                gs = group_sample(g);
+                gs = group_sample(s, d, g);
                 (void) track_group_advance(&d->tg, 0, 0, &gs);
                 note_throttled(d, g);
                 g->userdata = d;
@@ -202,7 +271,7 @@ static void groups_lost(Sampling *s) {
         if (!any)
                 return;
 
-        if (s->procs)
+        if (s->opts.task_tracking)
                 for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++) {
                         ThreadData *d = &s->threads[i];
 
@@ -215,7 +284,7 @@ static void groups_lost(Sampling *s) {
                 CgroupGroup *g = cgroup_sampler_group(s->groups, i);
 
                 if (g->state == CGROUP_GROUP_GONE && g->userdata) {
-                        free(g->userdata);
+                        group_data_free(g->userdata);
                         g->userdata = NULL;
                 }
         }
@@ -247,6 +316,7 @@ static void threads_update(Sampling *s) {
                         .slices = p->slices,
                         .nice = p->nice,
                         .capacity = capacity_of(s, p->cpu),
+                        .steal_frac = steal_of(s, p->cpu),
                 };
                 to = target_group(s, d);
 
@@ -266,7 +336,7 @@ static void threads_update(Sampling *s) {
 }
 
 int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
-        uint64_t interval = 0, steal_frac = 0, steal, total;
+        uint64_t interval = 0;
         TrackGroupSample none = {};
         int r;
 
@@ -277,19 +347,30 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
         }
         s->last_now_ns = now_ns;
 
-        /* The machine's steal share of the interval: invisible to the kernel's PELT clock. */
-        if (s->procs && proc_sampler_cpu_times(s->procs, &steal, &total) >= 0) {
-                if (s->have_cpu_times && steal >= s->last_steal && total >= s->last_total)
-                        steal_frac = track_steal_frac(steal - s->last_steal, total - s->last_total);
-                s->last_steal = steal;
-                s->last_total = total;
+        /* Steal shares of the interval, the machine's and each CPU's: invisible to the kernel's PELT clock. */
+        s->steal_frac = 0;
+        memset(s->cpu_steal_frac, 0, s->n_cpus * sizeof *s->cpu_steal_frac);
+        if (proc_sampler_cpu_times(s->procs, s->times, s->n_times) >= 0) {
+                if (s->have_cpu_times)
+                        for (size_t i = 0; i < s->n_times; i++) {
+                                const ProcCpuTimes *a = &s->last_times[i], *b = &s->times[i];
+                                uint64_t f = 0;
+
+                                if (b->steal >= a->steal && b->total >= a->total)
+                                        f = track_steal_frac(b->steal - a->steal, b->total - a->total);
+                                if (i == 0)
+                                        s->steal_frac = f;
+                                else
+                                        s->cpu_steal_frac[i - 1] = f;
+                        }
+                memcpy(s->last_times, s->times, s->n_times * sizeof *s->times);
                 s->have_cpu_times = true;
         }
 
         /* Group round. */
         cgroup_sampler_settle(s->groups);
         cgroup_sampler_read_counters(s->groups);
-        (void) track_group_advance(&s->catchall, interval, steal_frac, &none);
+        (void) track_group_advance(&s->catchall, interval, s->steal_frac, &none);
         for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++) {
                 CgroupGroup *g = cgroup_sampler_group(s->groups, i);
                 GroupData *d = g->userdata;
@@ -297,14 +378,14 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
 
                 if (g->state != CGROUP_GROUP_LIVE || !d)
                         continue;
-                gs = group_sample(g);
-                if (track_group_advance(&d->tg, interval, steal_frac, &gs) > 0)
+                gs = group_sample(s, d, g);
+                if (track_group_advance(&d->tg, interval, s->steal_frac, &gs) > 0)
                         log_debug("%s: counters went backwards (recreated?), new baseline.", g->path);
                 note_throttled(d, g);
         }
 
         if (!s->started || task_round) {
-                if (s->procs) {
+                if (s->opts.task_tracking) {
                         r = proc_sampler_round(s->procs);
                         if (r < 0)
                                 return r;
@@ -313,13 +394,13 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
                                 return r;
                 }
                 s->walk_gen++;
-                r = cgroup_sampler_walk(s->groups, s->procs ? member_cb : NULL, s);
+                r = cgroup_sampler_walk(s->groups, s->opts.task_tracking ? member_cb : NULL, s);
                 if (r < 0)
                         return r;
                 r = groups_found(s);
                 if (r < 0)
                         return r;
-                if (s->procs)
+                if (s->opts.task_tracking)
                         threads_update(s);
         }
         groups_lost(s);
@@ -332,7 +413,7 @@ size_t sampling_threads(Sampling *s, SampledThread **ret) {
         size_t n = 0;
 
         *ret = NULL;
-        if (!s->procs)
+        if (!s->opts.task_tracking)
                 return 0;
         free(s->out_threads);
         s->out_threads = new0(SampledThread, MAX(proc_sampler_n_slots(s->procs), (size_t) 1));

@@ -32,7 +32,7 @@ static unsigned capacity_or_default(unsigned c) {
 }
 
 void track_group_init(TrackGroup *g, uint64_t clock_ns) {
-        *g = (TrackGroup){ .clock_ns = clock_ns, .shares = PELT_SCALE };
+        *g = (TrackGroup){ .clock_ns = clock_ns, .wall_ns = clock_ns, .shares = PELT_SCALE };
         pelt_init(&g->util, clock_ns);
         pelt_group_init(&g->sum, clock_ns);
 }
@@ -52,7 +52,7 @@ static bool usage_of(const TrackGroupSample *s, uint64_t *ret) {
 }
 
 int track_group_advance(TrackGroup *g, uint64_t interval_ns, uint64_t steal_frac, const TrackGroupSample *s) {
-        uint64_t visible, advance, throttled = 0, usage;
+        uint64_t visible, advance, throttled = 0, usage, span;
         int rebased = 0;
 
         /* The kernel's clock_task (and so its PELT clock) does not run while the vCPU is stolen. */
@@ -72,6 +72,7 @@ int track_group_advance(TrackGroup *g, uint64_t interval_ns, uint64_t steal_frac
         advance = pelt_visible_ns(visible, throttled, MAX(s->nr_cpus, 1u));
         g->throttled_vis_ns += visible - advance;
         g->clock_ns += advance;
+        g->wall_ns += interval_ns - (visible - advance);
 
         if (s->have_shares && s->shares > 0)
                 g->shares = s->shares;
@@ -85,18 +86,24 @@ int track_group_advance(TrackGroup *g, uint64_t interval_ns, uint64_t steal_frac
                 rebased |= g->primed;
                 g->last_usage_ns = usage;
                 g->last_clock_ns = g->clock_ns;
+                g->last_wall_ns = g->wall_ns;
                 g->primed = true;
                 return rebased;
         }
 
-        if (g->clock_ns > g->last_clock_ns) {
-                /* The group may run on several CPUs at once: its running share may exceed 1.0. */
-                uint64_t running = pelt_frac(usage - g->last_usage_ns, g->clock_ns - g->last_clock_ns, UINT64_MAX);
+        /*
+         * The group may run on several CPUs at once: its running share may exceed 1.0. Steal-free
+         * usage is a share of wall time; plain usage, of the clock that has the machine's steal taken off.
+         */
+        span = s->have_usage_scaled ? g->wall_ns - g->last_wall_ns : g->clock_ns - g->last_clock_ns;
+        if (span > 0) {
+                uint64_t running = pelt_frac(usage - g->last_usage_ns, span, UINT64_MAX);
 
                 (void) pelt_update_sampled(&g->util, g->clock_ns, PELT_SCALE, running, running);
         }
         g->last_usage_ns = usage;
         g->last_clock_ns = g->clock_ns;
+        g->last_wall_ns = g->wall_ns;
         return rebased;
 }
 
@@ -105,6 +112,7 @@ static void thread_baseline(TrackThread *t, const TrackThreadSample *s) {
         t->last_wait_ns = s->wait_ns;
         t->last_slices = s->slices;
         t->last_clock_ns = t->group ? t->group->clock_ns : 0;
+        t->last_wall_ns = t->group ? t->group->wall_ns : 0;
         t->last_throttled_vis_ns = t->group ? t->group->throttled_vis_ns : 0;
         t->weight = track_nice_to_weight(s->nice);
         t->primed = true;
@@ -160,7 +168,9 @@ int track_thread_update(TrackThread *t, const TrackThreadSample *s) {
                         decay_to(t, t->last_clock_ns);
                 }
 
-                dt = now - t->last_clock_ns;
+                /* Its CPU's stolen time is no time to the kernel's PELT clock. */
+                dt = g->wall_ns - t->last_wall_ns;
+                dt -= frac_of(dt, MIN(s->steal_frac, PELT_FRAC_ONE));
                 /* Throttled time counts as waiting in schedstat; it is invisible to PELT (008). */
                 dthrottled = g->throttled_vis_ns - t->last_throttled_vis_ns;
                 dwait -= MIN(dwait, dthrottled);
@@ -179,6 +189,7 @@ int track_thread_update(TrackThread *t, const TrackThreadSample *s) {
         t->last_wait_ns = s->wait_ns;
         t->last_slices = s->slices;
         t->last_clock_ns = now;
+        t->last_wall_ns = g->wall_ns;
         t->last_throttled_vis_ns = g->throttled_vis_ns;
         if (t->weight != track_nice_to_weight(s->nice)) {
                 /* Reniced while blocked: the load average follows at once, as reweight_entity() does. */
@@ -210,6 +221,7 @@ void track_thread_move(TrackThread *t, TrackGroup *to) {
                 if (to) {
                         t->avg.last_update_time = rebase(t->avg.last_update_time, from->clock_ns, to->clock_ns);
                         t->last_clock_ns = rebase(t->last_clock_ns, from->clock_ns, to->clock_ns);
+                        t->last_wall_ns = rebase(t->last_wall_ns, from->wall_ns, to->wall_ns);
                         t->last_throttled_vis_ns = to->throttled_vis_ns;
                 }
         }

@@ -48,8 +48,8 @@ typedef struct CgroupGroup {
         /* As read in the last group round. */
         bool have_usage;
         uint64_t usage_ns;
-        bool have_usage_scaled;
-        uint64_t usage_scaled_ns;    /* sum over CPUs of usage_percpu * capacity / 1024 */
+        uint64_t *percpu_ns;         /* v1 cpuacct.usage_percpu, one per possible CPU */
+        size_t n_percpu;             /* 0: not available this round */
         bool have_throttled;
         uint64_t throttled_ns;
         uint64_t nr_throttled;

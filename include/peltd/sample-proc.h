@@ -86,11 +86,21 @@ bool proc_sampler_netlink_active(const ProcSampler *s);
 size_t proc_sampler_n_kept_fds(const ProcSampler *s);
 size_t proc_sampler_n_fallback(const ProcSampler *s);
 
-/* /proc/stat's "cpu" line: steal and total jiffies (cumulative). */
-int proc_sampler_cpu_times(ProcSampler *s, uint64_t *ret_steal, uint64_t *ret_total);
+/* Cumulative jiffies from /proc/stat. */
+typedef struct ProcCpuTimes {
+        uint64_t steal;
+        uint64_t total;
+} ProcCpuTimes;
+
+/*
+ * /proc/stat's "cpu" line into ret[0] and each "cpuN" line into ret[N + 1] (N < max - 1; CPUs
+ * not listed, e.g. offline, are left zero). Returns the number of entries filled (index of the
+ * highest CPU + 2) or a negative errno.
+ */
+int proc_sampler_cpu_times(ProcSampler *s, ProcCpuTimes *ret, size_t max);
 
 /* Parsers, exposed for tests. Return 0 or -EINVAL. */
 int proc_parse_schedstat(const char *s, uint64_t *ret_run, uint64_t *ret_wait, uint64_t *ret_slices);
 /* comm (up to 15 bytes), nice (field 19), starttime (field 22), processor (field 39). */
 int proc_parse_stat(const char *s, char comm[static 16], int *ret_nice, uint64_t *ret_starttime, int *ret_cpu);
-int proc_parse_cpu_times(const char *s, uint64_t *ret_steal, uint64_t *ret_total);
+int proc_parse_cpu_times(const char *s, ProcCpuTimes *ret, size_t max);

@@ -20,6 +20,9 @@
  *     PELT sums are updated to. It advances by the wall interval less the machine's steal share
  *     (the kernel's clock_task excludes steal) less the group's throttled time (008: divided by the
  *     CPUs the group may use, capped at the interval);
+ *   - running and runnable shares are taken against the time the CPU they ran on was not stolen:
+ *     a thread's from the steal share of the CPU it last ran on, a group's from its per-CPU usage
+ *     (the caller accumulates usage_scaled_ns) or else the machine's share;
  *   - a thread whose schedstat did not move in a task round is blocked (003): its contribution
  *     sits in its group's blocked sum, which decays as a whole, and the thread costs nothing more
  *     until it runs again (005), exits or moves (004): its contribution goes with it;
@@ -33,6 +36,7 @@
 
 typedef struct TrackGroup {
         uint64_t clock_ns;           /* the group's PELT clock: visible time only */
+        uint64_t wall_ns;            /* wall time less throttled time (steal left in) */
         uint64_t throttled_vis_ns;   /* cumulative throttled time taken off the clock (008) */
         PeltAvg util;                /* from the group's own usage counters */
         PeltGroupSum sum;            /* its threads' contributions (002/003/005) */
@@ -42,6 +46,7 @@ typedef struct TrackGroup {
         uint64_t last_usage_ns;
         uint64_t last_throttled_ns;
         uint64_t last_clock_ns;      /* clock_ns when last_usage_ns was read */
+        uint64_t last_wall_ns;
         bool primed;
         bool throttled_primed;
 } TrackGroup;
@@ -51,8 +56,10 @@ typedef struct TrackGroupSample {
         bool have_usage;
         uint64_t usage_ns;           /* cumulative, all CPUs */
         /*
-         * Capacity-weighted usage: sum over CPUs of usage_ns(cpu) * capacity(cpu) / 1024, when the
-         * per-CPU split is known (v1 usage_percpu); else 0 and `capacity` applies to usage_ns.
+         * Capacity-invariant, steal-free usage, cumulative, when the per-CPU split is known (v1
+         * usage_percpu): the caller adds, each round, the sum over CPUs of
+         * d_usage(cpu) * capacity(cpu) / 1024 / (1 - steal share of cpu). Else `capacity` and the
+         * machine's steal share apply to usage_ns.
          */
         bool have_usage_scaled;
         uint64_t usage_scaled_ns;
@@ -73,6 +80,7 @@ typedef struct TrackThread {
         uint64_t last_wait_ns;
         uint64_t last_slices;
         uint64_t last_clock_ns;      /* the group clock at the last sample */
+        uint64_t last_wall_ns;       /* the group's wall time at the last sample */
         uint64_t last_throttled_vis_ns;
         uint64_t avg_slice_ns;       /* run time per timeslice over the last task round; 0: none */
         bool primed;
@@ -86,6 +94,7 @@ typedef struct TrackThreadSample {
         uint64_t slices;
         int nice;
         unsigned capacity;           /* of the CPU it last ran on (0: 1024) */
+        uint64_t steal_frac;         /* that CPU's steal share of the round (PELT_FRAC_ONE = all) */
 } TrackThreadSample;
 
 /* The averages as of the group's clock (a blocked entity's decayed to it). */
