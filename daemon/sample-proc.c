@@ -429,9 +429,14 @@ static int open_task_file(ProcSampler *s, const ProcThread *t, const char *file)
         return rootdir_open_file(s->proc, path, O_RDONLY);
 }
 
-/* Reads a task file through its kept fd, or with open/read/close; ESRCH/ENOENT: the thread is gone. */
+/*
+ * Reads a task file through its kept fd, or with open/read/close; ESRCH/ENOENT: the thread is gone.
+ * One pread: procfs generates these small files whole at offset 0, and a second call to see EOF
+ * would cost as much again. A file that fills the buffer is not what it should be (-EINVAL).
+ */
 static ssize_t read_task_file(ProcSampler *s, const ProcThread *t, int fd, const char *file, char *buf, size_t size) {
         _cleanup_close_ int own = -1;
+        ssize_t n;
 
         if (fd < 0) {
                 own = open_task_file(s, t, file);
@@ -439,7 +444,15 @@ static ssize_t read_task_file(ProcSampler *s, const ProcThread *t, int fd, const
                         return own;
                 fd = own;
         }
-        return pread_string(fd, buf, size);
+        do
+                n = pread(fd, buf, size - 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n >= size - 1)
+                return -EINVAL;
+        buf[n] = 0;
+        return n;
 }
 
 static int read_schedstat(ProcSampler *s, ProcThread *t, uint64_t *run, uint64_t *wait, uint64_t *slices) {
