@@ -132,7 +132,7 @@ static int read_fd(int fd, char *buf, size_t size) {
         ssize_t n;
 
         if (fd < 0)
-                return -ENOENT;
+                return -EBADF; /* the file does not exist for this group: not a sign that it went */
         n = pread_string(fd, buf, size);
         return n < 0 ? (int) n : 0;
 }

@@ -209,6 +209,7 @@ static uint64_t rebase(uint64_t a, uint64_t from, uint64_t to) {
 void track_thread_move(TrackThread *t, TrackGroup *to) {
         TrackGroup *from = t->group;
         bool attached = t->child.attached;
+        PeltAvg now_avg;
 
         if (from == to)
                 return;
@@ -216,22 +217,30 @@ void track_thread_move(TrackThread *t, TrackGroup *to) {
         if (from) {
                 /* 004: the contribution leaves with the thread (decayed, when it was blocked). */
                 (void) pelt_group_detach(&from->sum, &t->child, from->clock_ns);
+                /*
+                 * A blocked thread's own average stays as of its last sample (the next update
+                 * accounts the time since); what it brings to the new group is its value now.
+                 */
                 if (t->blocked)
-                        decay_to(t, from->clock_ns);
+                        decay_to(t, t->last_clock_ns);
+                now_avg = t->avg;
+                if (t->blocked)
+                        (void) pelt_update_sampled(&now_avg, from->clock_ns, t->weight, 0, 0);
                 if (to) {
                         t->avg.last_update_time = rebase(t->avg.last_update_time, from->clock_ns, to->clock_ns);
                         t->last_clock_ns = rebase(t->last_clock_ns, from->clock_ns, to->clock_ns);
                         t->last_wall_ns = rebase(t->last_wall_ns, from->wall_ns, to->wall_ns);
                         t->last_throttled_vis_ns = to->throttled_vis_ns;
                 }
-        }
+        } else
+                now_avg = t->avg;
 
         t->group = to;
         if (!to || !attached)
                 return;
         /* ... and arrives whole in the new group. */
         if (t->blocked)
-                pelt_group_block(&to->sum, &t->child, &t->avg, to->clock_ns);
+                pelt_group_block(&to->sum, &t->child, &now_avg, to->clock_ns);
         else
                 pelt_group_attach(&to->sum, &t->child, &t->avg);
 }
