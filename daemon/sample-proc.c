@@ -676,13 +676,14 @@ static int netlink_drain(ProcSampler *s) {
                 }
                 for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
                         struct cn_msg *cn = NLMSG_DATA(h);
-                        struct proc_event *ev;
+                        struct proc_event event = {}, *ev = &event;
 
                         if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_NOOP)
                                 continue;
                         if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC || cn->len < sizeof(*ev) - sizeof(ev->event_data))
                                 continue;
-                        ev = (struct proc_event *) cn->data;
+                        /* The event sits 4 bytes past an 8-byte boundary in the message: copy it out. */
+                        memcpy(&event, cn->data, MIN((size_t) cn->len, sizeof event));
                         switch (ev->what) {
                         case PROC_EVENT_FORK: {
                                 int k = discover(s, ev->event_data.fork.child_tgid, ev->event_data.fork.child_pid);
