@@ -262,8 +262,8 @@ int topology_format_text(const Topology *t, char **ret) {
         for (size_t i = 0; i < t->n_classes; i++)
                 fprintf(f, "%s%u: %s", i ? "; " : "", t->classes[i].capacity,
                         cpumask_format(&t->classes[i].cpus, m, sizeof m));
-        fprintf(f, " (%s%s)\n", capacity_source_to_string(t->capacity_source),
-                t->asymmetric ? ", asymmetric" : "");
+        fprintf(f, " (%s%s%s)\n", t->capacity_source == CAPACITY_UNIFORM ? "" : "from ",
+                capacity_source_to_string(t->capacity_source), t->asymmetric ? ", asymmetric" : "");
 
         /* Per-CPU policies are common (x86): say how many, then which CPUs reach which frequency. */
         fprintf(f, "%-14s", "freq domains");

@@ -1108,7 +1108,7 @@ const char *capacity_source_to_string(CapacitySource s) {
         case CAPACITY_FROM_INTEL_HYBRID:
                 return "Intel hybrid core types";
         case CAPACITY_UNIFORM:
-                return "the default, no capacity information";
+                return "no capacity information";
         }
         return "unknown";
 }
