@@ -400,10 +400,9 @@ static void read_cluster(const RootDir *root, const CpuMask *online, int package
         if (read_topology_mask(root, raw->cpu, lists, &m) > 0) {
                 raw->has_cluster_list = true;
                 raw->cluster_key = (GroupKey){ package, 0, mask_rep(&m, online, raw->cpu) };
-        } else if (raw->cluster_id_ok)
-                raw->cluster_key = (GroupKey){ package, 1, id };
-        else
-                raw->cluster_key = (GroupKey){ package, 2, raw->cpu };
+        } else
+                /* On a machine with clusters, a CPU whose list is missing is a cluster of its own. */
+                raw->cluster_key = (GroupKey){ package, 1, raw->cpu };
 }
 
 static void read_smt(const RootDir *root, const CpuMask *online, int package, CpuRaw *raw) {
@@ -558,8 +557,8 @@ static int build_clusters(Topology *t, CpuRaw *raw) {
                 any_id = any_id || raw[i].has_cluster_id;
                 any_valid_id = any_valid_id || raw[i].cluster_id_ok;
         }
-        /* null when there are no cluster files, or every cluster_id says "none" (-1, 65535). */
-        if ((!any_list && !any_valid_id) || (any_id && !any_valid_id)) {
+        /* null when there are no cluster lists, or every cluster_id says "none" (-1, 65535). */
+        if (!any_list || (any_id && !any_valid_id)) {
                 for (size_t i = 0; i < t->n_cpus; i++) {
                         t->cpus[i].cluster = -1;
                         t->cpus[i].cluster_index = -1;
