@@ -378,8 +378,12 @@ static void read_die(const RootDir *root, const CpuMask *online, int package, Cp
                 raw->die_key = has_mask ? (GroupKey){ package, 0, mask_rep(&m, online, raw->cpu) } :
                                           (GroupKey){ package, 1, id };
                 raw->die_id = id;
-        } else if (k > 0 && has_mask) {
-                /* die_id -1: as for packages, the die is the mask, named by its lowest CPU. */
+        } else if (k > 0 && has_mask && !(cpumask_count(&m) == 1 && cpumask_test(&m, raw->cpu))) {
+                /*
+                 * die_id -1: as for packages, the die is the mask, named by its lowest CPU. A mask
+                 * of the CPU alone is the default of kernels without die support (arm64, POWER):
+                 * no die information, so one die per package, below.
+                 */
                 raw->die_key = (GroupKey){ package, 0, mask_rep(&m, online, raw->cpu) };
                 raw->die_id = ID_LOWEST_CPU;
         } else {
