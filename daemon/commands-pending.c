@@ -8,10 +8,6 @@ static int pending(const char *what) {
         return 1;
 }
 
-int cmd_print_topology(_unused_ const Args *args) {
-        return pending("--print-topology");
-}
-
 int cmd_plan(_unused_ const Args *args) {
         return pending("--plan");
 }
