@@ -25,8 +25,14 @@
 #include "peltd/log.h"
 #include "peltd/sampling.h"
 
-/* Generous: other work may run on this 2-CPU machine while the lock is held (only tests take it). */
+/*
+ * Generous: peltd's final value (PELT remembers the last ~100 ms) is compared with the kernel's
+ * averaged over the last 0.65 s, and other work may run on this 2-CPU machine while the lock is
+ * held (only tests and benchmarks take it). Runnable, which moves with every moment's contention,
+ * gets more room. bench/accuracy measures the real accuracy.
+ */
 #define UTIL_TOLERANCE 64
+#define RUNNABLE_TOLERANCE 128
 #define GROUP_TOLERANCE 96
 
 static char top[64];
@@ -257,7 +263,7 @@ static void test_once_against_kernel(_unused_ void **state) {
                        spec[i].group, spec[i].period, spec[i].share * 100, json_object_get_int(get(t, "util_avg")), ku[i],
                        json_object_get_int(get(t, "runnable_avg")), kr[i], json_object_get_int(get(t, "load_avg")));
                 assert_true(fabs(json_object_get_double(get(t, "util_avg")) - ku[i]) <= UTIL_TOLERANCE);
-                assert_true(fabs(json_object_get_double(get(t, "runnable_avg")) - kr[i]) <= UTIL_TOLERANCE);
+                assert_true(fabs(json_object_get_double(get(t, "runnable_avg")) - kr[i]) <= RUNNABLE_TOLERANCE);
         }
 
         for (size_t i = 0; i < 2; i++) {
