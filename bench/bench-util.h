@@ -141,16 +141,31 @@ static inline void bench_cgroup_attach(const char *group, pid_t pid) {
         }
 }
 
-/* Removes top and everything below it in every hierarchy (children first). Quiet on failure. */
+/*
+ * Removes top and everything below it in every hierarchy (children first). A group whose last task
+ * is still exiting refuses rmdir for a moment: tries again for up to a second. Quiet on failure.
+ */
 static inline void bench_cgroup_remove(const char *top) {
         const char *h[3];
         int n = bench_hierarchies(h);
-        char cmd[1024];
+        char cmd[1024], path[512];
 
-        for (int i = 0; i < n; i++) {
-                snprintf(cmd, sizeof cmd, "[ -d '%s%s' ] && find '%s%s' -depth -type d -exec rmdir {} + 2>/dev/null", h[i], top, h[i],
-                         top);
-                (void) !system(cmd);
+        if (!top[0])
+                return;
+        for (int attempt = 0; attempt < 20; attempt++) {
+                bool left = false;
+
+                for (int i = 0; i < n; i++) {
+                        snprintf(path, sizeof path, "%s%s", h[i], top);
+                        if (access(path, F_OK) < 0)
+                                continue;
+                        snprintf(cmd, sizeof cmd, "find '%s' -depth -type d -exec rmdir {} + 2>/dev/null", path);
+                        (void) !system(cmd);
+                        left |= access(path, F_OK) == 0;
+                }
+                if (!left)
+                        return;
+                usleep(50 * 1000);
         }
 }
 

@@ -6,6 +6,7 @@
 #include "peltd/commands.h"
 #include "peltd/log.h"
 #include "peltd/sampling.h"
+#include "peltd/topology.h"
 
 static inline void json_object_putp(json_object **o) {
         if (*o)
@@ -137,7 +138,8 @@ static void sleep_until(nsec_t deadline) {
 int cmd_once(const Args *args) {
         _cleanup_config_ Config *config = NULL;
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
-        _cleanup_rootdir_ RootDir *proc = NULL;
+        _cleanup_rootdir_ RootDir *proc = NULL, *sysroot = NULL;
+        _cleanup_topology_ Topology *topology = NULL;
         _cleanup_sampling_ Sampling *s = NULL;
         _cleanup_free_ unsigned *capacity = NULL;
         SampledThread *threads;
@@ -167,14 +169,23 @@ int cmd_once(const Args *args) {
                 return 1;
         }
 
-        /* Every CPU counts 1024 until the topology's capacities are wired in. */
+        /* Each CPU's capacity from the topology (util is capacity-invariant); 1024 where unknown. */
         nc = sysconf(_SC_NPROCESSORS_CONF);
         n_cpus = nc > 0 ? (size_t) nc : 1;
+        r = rootdir_open("/", &sysroot);
+        if (r >= 0)
+                r = topology_load(sysroot, &topology);
+        if (r < 0)
+                log_debug_errno(r, "No CPU topology, every CPU counts 1024: %m");
+        for (size_t i = 0; topology && i < topology->n_cpus; i++)
+                n_cpus = MAX(n_cpus, (size_t) topology->cpus[i].cpu + 1);
         capacity = new0(unsigned, n_cpus);
         if (!capacity)
                 return log_oom(), 1;
         for (size_t i = 0; i < n_cpus; i++)
                 capacity[i] = TRACK_CAPACITY_SCALE;
+        for (size_t i = 0; topology && i < topology->n_cpus; i++)
+                capacity[topology->cpus[i].cpu] = topology->cpus[i].capacity;
 
         /* --once samples every thread, whatever TaskTracking= says. */
         r = sampling_new(proc, fs, config,
