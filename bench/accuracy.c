@@ -33,13 +33,16 @@ typedef struct Duty {
         const char *group;           /* below the private top */
 } Duty;
 
-/* 1.65 CPUs of demand on 2: the scheduler finds an idle CPU for nearly every wakeup. */
+/*
+ * Group a on CPU 0 (60% of it), group b on CPU 1 (the 90% thread alone): 1.5 CPUs of demand on 2,
+ * and the contention there is only a's threads meeting on CPU 0.
+ */
 static const Duty duties[] = {
         { 2.3, 0.10, -5, "a" },
-        { 3.1, 0.30, 0, "a" },
-        { 4.7, 0.20, 5, "a" },
+        { 3.1, 0.25, 0, "a" },
+        { 4.7, 0.15, 5, "a" },
+        { 9.7, 0.10, 3, "a" },
         { 9.7, 0.90, -2, "b" },
-        { 9.7, 0.15, 3, "b" },
 };
 #define N_THREADS (sizeof duties / sizeof duties[0])
 
@@ -205,11 +208,14 @@ int main(int argc, char *argv[]) {
         signal(SIGTERM, exit);
 
         bench_cgroup_create(top);
+        /* Other work on the machine (builds, other tests) must not take the workers' CPU: see bench-util.h. */
+        bench_cgroup_max_weight(top);
         for (const char *g = "a"; g; g = strcmp(g, "a") == 0 ? "b" : NULL) {
                 char path[128];
 
                 snprintf(path, sizeof path, "%s/%s", top, g);
                 bench_cgroup_create(path);
+                bench_cgroup_cpus(path, g[0] == 'a' ? "0" : "1");
         }
 
         /* peltd manages the two groups: the direct children of the private top. */

@@ -129,6 +129,34 @@ static inline void bench_cgroup_create(const char *group) {
         }
 }
 
+/*
+ * Gives group the largest CPU weight there is (v1 cpu.shares 262144, v2 cpu.weight 10000): against
+ * the machine's other work, which runs at the default weight, its tasks get their CPU when they
+ * want it. Measurements then see what the workers do, not what else runs on the machine.
+ */
+static inline void bench_cgroup_max_weight(const char *group) {
+        char path[512];
+
+        if (bench_cgroup_v2()) {
+                snprintf(path, sizeof path, "%s%s/cpu.weight", BENCH_CG_V2, group);
+                bench_writef(path, "10000");
+        } else {
+                snprintf(path, sizeof path, "%s/cpu%s/cpu.shares", BENCH_CG_V1, group);
+                bench_writef(path, "262144");
+        }
+}
+
+/* Confines group to the CPUs in list ("0", "1-3"). */
+static inline void bench_cgroup_cpus(const char *group, const char *list) {
+        char path[512];
+
+        if (bench_cgroup_v2())
+                snprintf(path, sizeof path, "%s%s/cpuset.cpus", BENCH_CG_V2, group);
+        else
+                snprintf(path, sizeof path, "%s/cpuset%s/cpuset.cpus", BENCH_CG_V1, group);
+        bench_writef(path, "%s", list);
+}
+
 /* Moves a process (all its threads) into group in every hierarchy. */
 static inline void bench_cgroup_attach(const char *group, pid_t pid) {
         const char *h[3];

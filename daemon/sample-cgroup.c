@@ -6,6 +6,7 @@
 #include "peltd/log.h"
 #include "peltd/parse.h"
 #include "peltd/sample-cgroup.h"
+#include "peltd/time-util.h"
 
 static inline void dir_closep(DIR **d) {
         if (*d)
@@ -23,7 +24,19 @@ struct CgroupSampler {
 
         char **paths;                /* every group of the last walk */
         size_t n_paths, allocated_paths;
+
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
 };
+
+static uint64_t monotonic_ns(_unused_ void *userdata) {
+        return now_nsec(CLOCK_MONOTONIC);
+}
+
+void cgroup_sampler_set_clock(CgroupSampler *s, uint64_t (*clock)(void *userdata), void *userdata) {
+        s->clock = clock ?: monotonic_ns;
+        s->clock_userdata = userdata;
+}
 
 int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler **ret) {
         CgroupSampler *s = new0(CgroupSampler, 1);
@@ -32,6 +45,7 @@ int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler *
                 return -ENOMEM;
         s->fs = fs;
         s->config = config;
+        s->clock = monotonic_ns;
         *ret = s;
         return 0;
 }
@@ -177,6 +191,7 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
 
         if (v2) {
                 k = read_fd(g->stat_fd, buf, sizeof buf);
+                g->sample_ns = s->clock(s->clock_userdata);
                 if (gone_errno(k))
                         return -ENODEV;
                 if (k >= 0) {
@@ -212,6 +227,7 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
                 log_debug("%s: cpuacct.usage does not parse, skipping it this round.", g->path);
 
         k = read_fd(g->percpu_fd, buf, sizeof buf);
+        g->sample_ns = s->clock(s->clock_userdata);
         if (gone_errno(k))
                 return -ENODEV;
         if (k >= 0) {

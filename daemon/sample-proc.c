@@ -10,6 +10,7 @@
 #include "peltd/log.h"
 #include "peltd/parse.h"
 #include "peltd/sample-proc.h"
+#include "peltd/time-util.h"
 
 /* Re-read every thread's stat once in this many rounds: renice and comm changes happen. */
 #define STAT_EVERY_ROUNDS 10
@@ -141,7 +142,13 @@ struct ProcSampler {
         bool warned_fds;
 
         int stat_fd;                 /* /proc/stat */
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
 };
+
+static uint64_t monotonic_ns(_unused_ void *userdata) {
+        return now_nsec(CLOCK_MONOTONIC);
+}
 
 static bool fd_budget(ProcSampler *s) {
         return s->kept_fds < s->max_fds;
@@ -217,6 +224,8 @@ int proc_sampler_new(RootDir *proc, const ProcSamplerOptions *o, ProcSampler **r
         s->stat_fd = -1;
         s->rescan_rounds = o && o->rescan_rounds ? o->rescan_rounds : RESCAN_ROUNDS_DEFAULT;
         s->need_rescan = true;
+        s->clock = o && o->clock ? o->clock : monotonic_ns;
+        s->clock_userdata = o ? o->clock_userdata : NULL;
 
         limit = raise_nofile();
         s->max_fds = limit > FD_RESERVE ? limit - FD_RESERVE : 0;
@@ -564,7 +573,7 @@ static int discover(ProcSampler *s, pid_t pid, pid_t tid) {
         };
 
         if ((k = keep_open(s, t, "schedstat", &t->schedstat_fd)) < 0 || (k = keep_open(s, t, "stat", &t->stat_fd)) < 0 ||
-            (k = read_schedstat(s, t, &t->run_ns, &t->wait_ns, &t->slices)) < 0 ||
+            (k = read_schedstat(s, t, &t->run_ns, &t->wait_ns, &t->slices)) < 0 || !(t->sample_ns = s->clock(s->clock_userdata)) ||
             (k = read_stat(s, t, t->comm, &t->nice, &t->starttime, &t->cpu)) < 0) {
                 /* Gone between readdir and open (or unreadable): it never was. */
                 log_debug_errno(k, "Thread %d of %d vanished before its first sample, ignoring: %m", (int) tid, (int) pid);
@@ -718,11 +727,12 @@ static int netlink_drain(ProcSampler *s) {
 }
 
 static void sample_thread(ProcSampler *s, ProcThread *t) {
-        uint64_t run, wait, slices, starttime;
+        uint64_t run, wait, slices, starttime, sample_ns;
         char comm[16];
         int nice, cpu, k;
 
         k = read_schedstat(s, t, &run, &wait, &slices);
+        sample_ns = s->clock(s->clock_userdata);
         if (k < 0) {
                 /* ESRCH: exited (a kept fd never follows a reused TID); ENOENT: gone; garbled: skip it. */
                 if (k == -EINVAL)
@@ -739,6 +749,7 @@ static void sample_thread(ProcSampler *s, ProcThread *t) {
         }
 
         t->moved = run != t->run_ns || wait != t->wait_ns || slices != t->slices;
+        t->sample_ns = sample_ns;
         t->run_ns = run;
         t->wait_ns = wait;
         t->slices = slices;

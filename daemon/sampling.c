@@ -70,7 +70,13 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
 
         /* /proc/stat (steal) is read either way; threads only with task tracking. */
         {
-                ProcSamplerOptions po = { .netlink = o->task_tracking && o->netlink, .rescan_rounds = o->rescan_rounds, .max_fds = o->max_fds };
+                ProcSamplerOptions po = {
+                        .netlink = o->task_tracking && o->netlink,
+                        .rescan_rounds = o->rescan_rounds,
+                        .max_fds = o->max_fds,
+                        .clock = o->clock,
+                        .clock_userdata = o->clock_userdata,
+                };
 
                 r = proc_sampler_new(proc, &po, &s->procs);
                 if (r < 0)
@@ -87,6 +93,7 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
         if (r < 0)
                 return r;
         cgroup_sampler_set_capacities(s->groups, o->capacity, o->n_capacity);
+        cgroup_sampler_set_clock(s->groups, o->clock, o->clock_userdata);
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -180,6 +187,7 @@ static TrackGroupSample group_sample(const Sampling *s, GroupData *d, const Cgro
                 .nr_cpus = g->nr_cpus,
                 .have_shares = g->have_shares,
                 .shares = g->shares,
+                .time_ns = g->sample_ns,
         };
 }
 
@@ -317,6 +325,7 @@ static void threads_update(Sampling *s) {
                         .nice = p->nice,
                         .capacity = capacity_of(s, p->cpu),
                         .steal_frac = steal_of(s, p->cpu),
+                        .time_ns = p->sample_ns,
                 };
                 to = target_group(s, d);
 

@@ -82,20 +82,30 @@ int track_group_advance(TrackGroup *g, uint64_t interval_ns, uint64_t steal_frac
                 g->primed = false;
                 return rebased;
         }
-        if (!g->primed || usage < g->last_usage_ns) {
+        if (!g->primed || usage < g->last_usage_ns || (s->time_ns && s->time_ns < g->last_time_ns)) {
                 rebased |= g->primed;
                 g->last_usage_ns = usage;
                 g->last_clock_ns = g->clock_ns;
                 g->last_wall_ns = g->wall_ns;
+                g->last_time_ns = s->time_ns;
+                g->last_throttled_at_ns = g->throttled_vis_ns;
                 g->primed = true;
                 return rebased;
         }
 
         /*
          * The group may run on several CPUs at once: its running share may exceed 1.0. Steal-free
-         * usage is a share of wall time; plain usage, of the clock that has the machine's steal taken off.
+         * usage is a share of wall time; plain usage, of the clock that has the machine's steal
+         * taken off. Both less throttled time. The span is between the two reads when their times
+         * are known.
          */
-        span = s->have_usage_scaled ? g->wall_ns - g->last_wall_ns : g->clock_ns - g->last_clock_ns;
+        if (s->time_ns && g->last_time_ns) {
+                span = s->time_ns - g->last_time_ns;
+                span -= MIN(span, g->throttled_vis_ns - g->last_throttled_at_ns);
+                if (!s->have_usage_scaled)
+                        span -= frac_of(span, MIN(steal_frac, PELT_FRAC_ONE));
+        } else
+                span = s->have_usage_scaled ? g->wall_ns - g->last_wall_ns : g->clock_ns - g->last_clock_ns;
         if (span > 0) {
                 uint64_t running = pelt_frac(usage - g->last_usage_ns, span, UINT64_MAX);
 
@@ -104,6 +114,8 @@ int track_group_advance(TrackGroup *g, uint64_t interval_ns, uint64_t steal_frac
         g->last_usage_ns = usage;
         g->last_clock_ns = g->clock_ns;
         g->last_wall_ns = g->wall_ns;
+        g->last_time_ns = s->time_ns;
+        g->last_throttled_at_ns = g->throttled_vis_ns;
         return rebased;
 }
 
@@ -113,6 +125,7 @@ static void thread_baseline(TrackThread *t, const TrackThreadSample *s) {
         t->last_slices = s->slices;
         t->last_clock_ns = t->group ? t->group->clock_ns : 0;
         t->last_wall_ns = t->group ? t->group->wall_ns : 0;
+        t->last_time_ns = s->time_ns;
         t->last_throttled_vis_ns = t->group ? t->group->throttled_vis_ns : 0;
         t->weight = track_nice_to_weight(s->nice);
         t->primed = true;
@@ -137,7 +150,8 @@ int track_thread_update(TrackThread *t, const TrackThreadSample *s) {
                 return 0;
         now = g->clock_ns;
 
-        if (!t->primed || s->run_ns < t->last_run_ns || s->wait_ns < t->last_wait_ns || s->slices < t->last_slices) {
+        if (!t->primed || s->run_ns < t->last_run_ns || s->wait_ns < t->last_wait_ns || s->slices < t->last_slices ||
+            (s->time_ns && s->time_ns < t->last_time_ns)) {
                 int r = t->primed;
 
                 thread_baseline(t, s);
@@ -168,11 +182,18 @@ int track_thread_update(TrackThread *t, const TrackThreadSample *s) {
                         decay_to(t, t->last_clock_ns);
                 }
 
-                /* Its CPU's stolen time is no time to the kernel's PELT clock. */
-                dt = g->wall_ns - t->last_wall_ns;
+                /*
+                 * The time between its two reads (when known), less throttled time; its CPU's
+                 * stolen time is no time to the kernel's PELT clock either.
+                 */
+                dthrottled = g->throttled_vis_ns - t->last_throttled_vis_ns;
+                if (s->time_ns && t->last_time_ns) {
+                        dt = s->time_ns - t->last_time_ns;
+                        dt -= MIN(dt, dthrottled);
+                } else
+                        dt = g->wall_ns - t->last_wall_ns;
                 dt -= frac_of(dt, MIN(s->steal_frac, PELT_FRAC_ONE));
                 /* Throttled time counts as waiting in schedstat; it is invisible to PELT (008). */
-                dthrottled = g->throttled_vis_ns - t->last_throttled_vis_ns;
                 dwait -= MIN(dwait, dthrottled);
 
                 /* A thread runs on one CPU at a time: its shares are at most 1.0. */
@@ -190,6 +211,7 @@ int track_thread_update(TrackThread *t, const TrackThreadSample *s) {
         t->last_slices = s->slices;
         t->last_clock_ns = now;
         t->last_wall_ns = g->wall_ns;
+        t->last_time_ns = s->time_ns;
         t->last_throttled_vis_ns = g->throttled_vis_ns;
         if (t->weight != track_nice_to_weight(s->nice)) {
                 /* Reniced while blocked: the load average follows at once, as reweight_entity() does. */

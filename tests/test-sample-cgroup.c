@@ -330,6 +330,11 @@ typedef struct Pipe {
 
 static const unsigned caps[2] = { 1024, 1024 };
 
+/* Reads are stamped with the test's time: the fixture's counters change only between rounds. */
+static uint64_t pipe_clock(void *userdata) {
+        return ((Pipe *) userdata)->now;
+}
+
 static void pipe_open(Pipe *p) {
         *p = (Pipe){ .run = { 1000000, 5000000, 300000000 }, .web_usage = 1000000000, .now = 1000 * MS };
         p->proc_dir = fx_copy("proc");
@@ -338,7 +343,9 @@ static void pipe_open(Pipe *p) {
         p->fs = open_v1(p->cg_dir);
         p->c = config_with(NULL, NULL);
         assert_int_equal(sampling_new(p->proc, p->fs, p->c,
-                                      &(SamplingOptions){ .task_tracking = true, .capacity = caps, .n_capacity = 2 }, &p->s),
+                                      &(SamplingOptions){ .task_tracking = true, .capacity = caps, .n_capacity = 2,
+                                                          .clock = pipe_clock, .clock_userdata = p },
+                                      &p->s),
                          0);
 }
 

@@ -354,6 +354,41 @@ static void test_renice(_unused_ void **state) {
         assert_true(absdiff(v.load_avg * 1024, (uint64_t) 335 * v.runnable_avg) <= 335 * 2);
 }
 
+/* Shares are taken between the reads' own times: a read late in one round and early in the next is no burst. */
+static void test_read_times(_unused_ void **state) {
+        TrackGroup g;
+        TrackThread t;
+        TrackThreadSample s = { .time_ns = 1000 * MS };
+        uint64_t usage = 0, when = 1000 * MS;
+        TrackValues v;
+
+        track_group_init(&g, 0);
+        {
+                TrackGroupSample gs = { .have_usage = true, .nr_cpus = 1, .time_ns = when };
+
+                assert_int_equal(track_group_advance(&g, 0, 0, &gs), 0);
+        }
+        track_thread_init(&t, &g, &s);
+        for (int i = 0; i < 40; i++) {
+                /* Rounds every 100 ms, but the reads land alternately 20 ms late and on time. */
+                uint64_t read_at = 1000 * MS + (uint64_t) (i + 1) * ROUND + (i % 2 ? 0 : 20 * MS);
+                uint64_t ran = (read_at - when) / 2; /* half of the time between two reads */
+                TrackGroupSample gs = { .have_usage = true, .nr_cpus = 1 };
+
+                usage += ran;
+                gs.usage_ns = usage;
+                gs.time_ns = read_at;
+                assert_int_equal(track_group_advance(&g, ROUND, 0, &gs), 0);
+                s.time_ns = read_at;
+                thread_round(&t, &s, ran, 0);
+                when = read_at;
+        }
+        v = track_group_values(&g, true);
+        assert_true(absdiff(v.util_avg, 512) <= 2);
+        v = track_thread_values(&t);
+        assert_true(absdiff(v.util_avg, 512) <= 2);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_nice_weight),
@@ -366,6 +401,7 @@ int main(void) {
                 cmocka_unit_test(test_steal_excluded),
                 cmocka_unit_test(test_counters_backwards),
                 cmocka_unit_test(test_renice),
+                cmocka_unit_test(test_read_times),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);

@@ -48,6 +48,7 @@ typedef struct CgroupGroup {
         /* As read in the last group round. */
         bool have_usage;
         uint64_t usage_ns;
+        uint64_t sample_ns;          /* CLOCK_MONOTONIC when the usage counters were read */
         uint64_t *percpu_ns;         /* v1 cpuacct.usage_percpu, one per possible CPU */
         size_t n_percpu;             /* 0: not available this round */
         bool have_throttled;
@@ -75,6 +76,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupSampler *, cgroup_sampler_free);
  * usage. Without it every CPU counts 1024. The array must outlive the sampler.
  */
 void cgroup_sampler_set_capacities(CgroupSampler *s, const unsigned *capacity, size_t n);
+
+/* The time counter reads are stamped with; NULL: CLOCK_MONOTONIC. */
+void cgroup_sampler_set_clock(CgroupSampler *s, uint64_t (*clock)(void *userdata), void *userdata);
 
 /* Frees last round's GONE groups and makes NEW ones LIVE; call once at the start of every round. */
 void cgroup_sampler_settle(CgroupSampler *s);

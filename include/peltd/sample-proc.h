@@ -46,6 +46,7 @@ typedef struct ProcThread {
         uint64_t run_ns;
         uint64_t wait_ns;
         uint64_t slices;
+        uint64_t sample_ns;          /* CLOCK_MONOTONIC when schedstat was last read */
         uint64_t starttime;          /* clock ticks since boot */
         int nice;
         int cpu;                     /* the CPU it last ran on */
@@ -58,6 +59,9 @@ typedef struct ProcSamplerOptions {
         bool netlink;                /* listen to the proc connector (needs CAP_NET_ADMIN) */
         unsigned rescan_rounds;      /* with the connector, rescan every this many rounds (0: 60) */
         size_t max_fds;              /* descriptors it may keep open; 0: as RLIMIT_NOFILE allows */
+        /* The time each read is stamped with; NULL: CLOCK_MONOTONIC. Tests on fixtures set their own. */
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
 } ProcSamplerOptions;
 
 typedef struct ProcSampler ProcSampler;

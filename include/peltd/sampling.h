@@ -29,6 +29,9 @@ typedef struct SamplingOptions {
         size_t max_fds;              /* 0: as RLIMIT_NOFILE allows */
         const unsigned *capacity;    /* per CPU; NULL: every CPU 1024 */
         size_t n_capacity;
+        /* Stamps each counter read (shares are taken between reads); NULL: CLOCK_MONOTONIC. */
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
 } SamplingOptions;
 
 /* One tracked thread, for output. */

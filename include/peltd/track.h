@@ -47,6 +47,8 @@ typedef struct TrackGroup {
         uint64_t last_throttled_ns;
         uint64_t last_clock_ns;      /* clock_ns when last_usage_ns was read */
         uint64_t last_wall_ns;
+        uint64_t last_time_ns;       /* TrackGroupSample.time_ns of the baseline */
+        uint64_t last_throttled_at_ns; /* throttled_vis_ns then */
         bool primed;
         bool throttled_primed;
 } TrackGroup;
@@ -69,6 +71,12 @@ typedef struct TrackGroupSample {
         unsigned nr_cpus;            /* CPUs the group may use (0: 1) */
         bool have_shares;
         uint64_t shares;
+        /*
+         * CLOCK_MONOTONIC ns when the usage counters were read (0: at the round's time). Shares
+         * are taken over the time between two reads: a reader that was preempted between the
+         * round's start and the read must not make a busy group look idle, or the next one busier.
+         */
+        uint64_t time_ns;
 } TrackGroupSample;
 
 typedef struct TrackThread {
@@ -81,6 +89,7 @@ typedef struct TrackThread {
         uint64_t last_slices;
         uint64_t last_clock_ns;      /* the group clock at the last sample */
         uint64_t last_wall_ns;       /* the group's wall time at the last sample */
+        uint64_t last_time_ns;       /* TrackThreadSample.time_ns at the last sample */
         uint64_t last_throttled_vis_ns;
         uint64_t avg_slice_ns;       /* run time per timeslice over the last task round; 0: none */
         bool primed;
@@ -95,6 +104,7 @@ typedef struct TrackThreadSample {
         int nice;
         unsigned capacity;           /* of the CPU it last ran on (0: 1024) */
         uint64_t steal_frac;         /* that CPU's steal share of the round (PELT_FRAC_ONE = all) */
+        uint64_t time_ns;            /* CLOCK_MONOTONIC ns when schedstat was read (0: at the round's time) */
 } TrackThreadSample;
 
 /* The averages as of the group's clock (a blocked entity's decayed to it). */
