@@ -43,6 +43,18 @@ static inline uint64_t bench_now_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
+/* Spins until this thread has used ns of CPU time. */
+static inline void bench_spin_cpu_ns(uint64_t ns) {
+        struct timespec ts;
+        uint64_t start;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        start = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+        do
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        while ((uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec - start < ns);
+}
+
 /* v2 when /sys/fs/cgroup itself is cgroup2 (the cpu controller lives there). */
 static inline bool bench_cgroup_v2(void) {
         struct statfs s;

@@ -2,6 +2,14 @@
 #include "peltd/log.h"
 #include "peltd/sampling.h"
 
+/*
+ * /proc/stat counts steal in ticks (10 ms): over one 100 ms round that is a 10% step on a CPU.
+ * Steal shares are taken over the last second instead (the host's contention changes more slowly),
+ * from a ring of earlier readings.
+ */
+#define STEAL_WINDOW_NS (1000ULL * 1000 * 1000)
+#define STEAL_HISTORY 32
+
 /* What tracking keeps for a managed group. */
 typedef struct GroupData {
         TrackGroup tg;
@@ -35,8 +43,11 @@ struct Sampling {
         TrackGroup catchall;         /* threads outside every managed group */
 
         uint64_t last_now_ns;
-        ProcCpuTimes *times, *last_times;   /* [0]: the machine, [1 + N]: CPU N */
+        ProcCpuTimes *times;                /* [0]: the machine, [1 + N]: CPU N */
         size_t n_times;
+        ProcCpuTimes *history;              /* STEAL_HISTORY snapshots of times, a ring */
+        uint64_t history_ns[STEAL_HISTORY];
+        size_t history_head, history_count;
         bool have_cpu_times;
         uint64_t steal_frac;                /* the machine's, last round */
         uint64_t *cpu_steal_frac;           /* per CPU, last round */
@@ -85,9 +96,9 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
         s->n_cpus = MAX(o->n_capacity, (size_t) 1);
         s->n_times = s->n_cpus + 1;
         s->times = new0(ProcCpuTimes, s->n_times);
-        s->last_times = new0(ProcCpuTimes, s->n_times);
+        s->history = new0(ProcCpuTimes, s->n_times * STEAL_HISTORY);
         s->cpu_steal_frac = new0(uint64_t, s->n_cpus);
-        if (!s->times || !s->last_times || !s->cpu_steal_frac)
+        if (!s->times || !s->history || !s->cpu_steal_frac)
                 return -ENOMEM;
         r = cgroup_sampler_new(fs, config, &s->groups);
         if (r < 0)
@@ -106,7 +117,7 @@ Sampling *sampling_free(Sampling *s) {
                 for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++)
                         group_data_free(cgroup_sampler_group(s->groups, i)->userdata);
         free(s->times);
-        free(s->last_times);
+        free(s->history);
         free(s->cpu_steal_frac);
         cgroup_sampler_free(s->groups);
         proc_sampler_free(s->procs);
@@ -344,6 +355,43 @@ static void threads_update(Sampling *s) {
         }
 }
 
+/* The steal shares over the last STEAL_WINDOW_NS (or as far back as the ring goes). */
+static void steal_update(Sampling *s, uint64_t now_ns) {
+        const ProcCpuTimes *base = NULL;
+
+        s->steal_frac = 0;
+        memset(s->cpu_steal_frac, 0, s->n_cpus * sizeof *s->cpu_steal_frac);
+        if (proc_sampler_cpu_times(s->procs, s->times, s->n_times) < 0)
+                return;
+
+        /* The newest reading at least a window old, else the oldest there is. */
+        for (size_t k = 0; k < s->history_count; k++) {
+                size_t i = (s->history_head + STEAL_HISTORY - 1 - k) % STEAL_HISTORY;
+
+                base = &s->history[i * s->n_times];
+                if (now_ns - s->history_ns[i] >= STEAL_WINDOW_NS)
+                        break;
+        }
+        if (base)
+                for (size_t i = 0; i < s->n_times; i++) {
+                        const ProcCpuTimes *a = &base[i], *b = &s->times[i];
+                        uint64_t f = 0;
+
+                        if (b->steal >= a->steal && b->total >= a->total)
+                                f = track_steal_frac(b->steal - a->steal, b->total - a->total);
+                        if (i == 0)
+                                s->steal_frac = f;
+                        else
+                                s->cpu_steal_frac[i - 1] = f;
+                }
+
+        memcpy(&s->history[s->history_head * s->n_times], s->times, s->n_times * sizeof *s->times);
+        s->history_ns[s->history_head] = now_ns;
+        s->history_head = (s->history_head + 1) % STEAL_HISTORY;
+        s->history_count = MIN(s->history_count + 1, (size_t) STEAL_HISTORY);
+        s->have_cpu_times = true;
+}
+
 int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
         uint64_t interval = 0;
         TrackGroupSample none = {};
@@ -356,25 +404,8 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
         }
         s->last_now_ns = now_ns;
 
-        /* Steal shares of the interval, the machine's and each CPU's: invisible to the kernel's PELT clock. */
-        s->steal_frac = 0;
-        memset(s->cpu_steal_frac, 0, s->n_cpus * sizeof *s->cpu_steal_frac);
-        if (proc_sampler_cpu_times(s->procs, s->times, s->n_times) >= 0) {
-                if (s->have_cpu_times)
-                        for (size_t i = 0; i < s->n_times; i++) {
-                                const ProcCpuTimes *a = &s->last_times[i], *b = &s->times[i];
-                                uint64_t f = 0;
-
-                                if (b->steal >= a->steal && b->total >= a->total)
-                                        f = track_steal_frac(b->steal - a->steal, b->total - a->total);
-                                if (i == 0)
-                                        s->steal_frac = f;
-                                else
-                                        s->cpu_steal_frac[i - 1] = f;
-                        }
-                memcpy(s->last_times, s->times, s->n_times * sizeof *s->times);
-                s->have_cpu_times = true;
-        }
+        /* Steal shares, the machine's and each CPU's: invisible to the kernel's PELT clock. */
+        steal_update(s, now_ns);
 
         /* Group round. */
         cgroup_sampler_settle(s->groups);
