@@ -519,11 +519,15 @@ static int alloc_slot(ProcSampler *s, uint32_t *ret) {
         return 0;
 }
 
+/*
+ * Opens a file to keep. schedstat is read every round, stat one round in ten: stat files are kept
+ * only while half the budget is left, so that on a busy machine the descriptors go to schedstat.
+ */
 static int keep_open(ProcSampler *s, ProcThread *t, const char *file, int *fd) {
         int k;
 
         *fd = -1;
-        if (!fd_budget(s))
+        if (!fd_budget(s) || (streq(file, "stat") && s->kept_fds >= s->max_fds / 2))
                 return 0;
         k = open_task_file(s, t, file);
         if (k == -EMFILE || k == -ENFILE) {
@@ -583,7 +587,7 @@ static int discover(ProcSampler *s, pid_t pid, pid_t tid) {
                 return 0;
         }
 
-        if (t->schedstat_fd < 0 || t->stat_fd < 0) {
+        if (t->schedstat_fd < 0) {
                 s->n_fallback++;
                 if (!s->warned_fds) {
                         log_warning("Out of file descriptors after %zu: reading the threads found from now on with open/read/close.",

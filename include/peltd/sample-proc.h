@@ -22,9 +22,10 @@
  *     every `rescan_rounds` rounds as a fallback, /proc is scanned again;
  *   - a thread found in a round is NEW: its counters are its baseline, it is tracked from the
  *     next round;
- *   - RLIMIT_NOFILE is raised as far as allowed; when descriptors run short anyway, the threads
- *     found after that are read with open/read/close (logged once). On that path a reused TID is
- *     told apart by its start time and by counters that go backwards.
+ *   - RLIMIT_NOFILE is raised as far as allowed; stat files are kept open only while half of it is
+ *     left; when descriptors run short anyway, the threads found after that are read with
+ *     open/read/close (logged once). On that path a reused TID is told apart by its start time
+ *     and by counters that go backwards.
  *
  * Threads live in slots whose index stays the same for the thread's lifetime, so a caller can keep
  * its own per-thread data in a parallel array.
@@ -86,7 +87,7 @@ ssize_t proc_sampler_find(const ProcSampler *s, pid_t tid);
 size_t proc_sampler_n_threads(const ProcSampler *s);
 /* Whether the proc connector is delivering events. */
 bool proc_sampler_netlink_active(const ProcSampler *s);
-/* Descriptors kept open, and threads read with open/read/close for want of them. */
+/* Descriptors kept open, and threads whose schedstat is read with open/read/close for want of them. */
 size_t proc_sampler_n_kept_fds(const ProcSampler *s);
 size_t proc_sampler_n_fallback(const ProcSampler *s);
 
