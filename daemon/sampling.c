@@ -51,6 +51,7 @@ struct Sampling {
         bool have_cpu_times;
         uint64_t steal_frac;                /* the machine's, last round */
         uint64_t *cpu_steal_frac;           /* per CPU, last round */
+        uint64_t last_steal_ns;             /* when /proc/stat was last read */
         size_t n_cpus;
         bool started;
         unsigned rounds;
@@ -359,10 +360,11 @@ static void threads_update(Sampling *s) {
 static void steal_update(Sampling *s, uint64_t now_ns) {
         const ProcCpuTimes *base = NULL;
 
-        s->steal_frac = 0;
-        memset(s->cpu_steal_frac, 0, s->n_cpus * sizeof *s->cpu_steal_frac);
-        if (proc_sampler_cpu_times(s->procs, s->times, s->n_times) < 0)
+        if (proc_sampler_cpu_times(s->procs, s->times, s->n_times) < 0) {
+                s->steal_frac = 0;
+                memset(s->cpu_steal_frac, 0, s->n_cpus * sizeof *s->cpu_steal_frac);
                 return;
+        }
 
         /* The newest reading at least a window old, else the oldest there is. */
         for (size_t k = 0; k < s->history_count; k++) {
@@ -404,8 +406,16 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
         }
         s->last_now_ns = now_ns;
 
-        /* Steal shares, the machine's and each CPU's: invisible to the kernel's PELT clock. */
-        steal_update(s, now_ns);
+        /*
+         * Steal shares, the machine's and each CPU's: invisible to the kernel's PELT clock. They
+         * are taken over a second anyway, and /proc/stat costs about as much as a group round's
+         * other reads together: read it in task rounds (and at least once a second); group rounds
+         * in between use the last shares.
+         */
+        if (!s->started || task_round || now_ns - s->last_steal_ns >= STEAL_WINDOW_NS) {
+                steal_update(s, now_ns);
+                s->last_steal_ns = now_ns;
+        }
 
         /* Group round. */
         cgroup_sampler_settle(s->groups);
