@@ -300,7 +300,7 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
         _cleanup_rootdir_ RootDir *proc = NULL;
         _cleanup_sampling_ Sampling *s = NULL;
         unsigned capacity[2] = { 1024, 1024 };
-        uint64_t start, cpu0, cpu1, group_ns, task_every;
+        uint64_t start, cpu0, group_ns, task_every;
         Floor f;
 
         if (config_new_default(&config) < 0 || cgroup_fs_open_system(&fs) < 0 || rootdir_open("/proc", &proc) < 0)
@@ -311,39 +311,53 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
                          &(SamplingOptions){ .task_tracking = true, .netlink = true, .capacity = capacity, .n_capacity = 2 }, &s) < 0)
                 bench_die("sampling_new");
 
-        /* Start-up (opening every fd) is not part of the steady state: one task round first. */
+        /*
+         * Start-up (opening every fd) is not part of the steady state: one task round first. Then
+         * peltd's rounds, the floor's and the mandated reads' interleave over the same seconds
+         * (peltd's task round at the top of each second, the floor a third of a second later, the
+         * mandated reads two thirds): the machine's other work weighs on all three alike.
+         */
+        floor_open(&f);
+        floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
         start = bench_now_ns();
         if (sampling_round(s, start, true) < 0)
                 bench_die("sampling_round");
-        cpu0 = thread_cpu_ns();
-        for (uint64_t k = 1; k <= seconds * task_every; k++) {
-                sleep_until(start + k * group_ns);
-                if (sampling_round(s, bench_now_ns(), k % task_every == 0) < 0)
-                        bench_die("sampling_round");
-        }
-        cpu1 = thread_cpu_ns();
-        *ret_peltd_share = (double) (cpu1 - cpu0) / ((double) seconds * 1e9);
+        {
+                uint64_t peltd = 0, flr = 0, mandated = 0, third = task_every * group_ns / 3;
 
-        floor_open(&f);
-        start = bench_now_ns();
-        cpu0 = thread_cpu_ns();
-        for (uint64_t k = 1; k <= seconds; k++) {
-                sleep_until(start + k * task_every * group_ns);
+                for (uint64_t k = 1; k <= seconds * task_every; k++) {
+                        sleep_until(start + k * group_ns);
+                        cpu0 = thread_cpu_ns();
+                        if (sampling_round(s, bench_now_ns(), k % task_every == 0) < 0)
+                                bench_die("sampling_round");
+                        peltd += thread_cpu_ns() - cpu0;
+                        if (k % task_every == 0 && k < seconds * task_every) {
+                                uint64_t at = start + k * group_ns;
+
+                                sleep_until(at + third);
+                                cpu0 = thread_cpu_ns();
+                                floor_round(&f);
+                                flr += thread_cpu_ns() - cpu0;
+                                sleep_until(at + 2 * third);
+                                cpu0 = thread_cpu_ns();
+                                mandated_round(&f, (unsigned) (k / task_every));
+                                mandated += thread_cpu_ns() - cpu0;
+                        }
+                }
+                /* The last second's floor and mandated rounds: once more, so each counts `seconds` rounds. */
+                cpu0 = thread_cpu_ns();
                 floor_round(&f);
-        }
-        cpu1 = thread_cpu_ns();
-        *ret_floor_share = (double) (cpu1 - cpu0) / ((double) seconds * 1e9);
+                flr += thread_cpu_ns() - cpu0;
+                sleep_until(bench_now_ns() + third);
+                cpu0 = thread_cpu_ns();
+                mandated_round(&f, 0);
+                mandated += thread_cpu_ns() - cpu0;
 
-        floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
-        start = bench_now_ns();
-        cpu0 = thread_cpu_ns();
-        for (uint64_t k = 1; k <= seconds; k++) {
-                sleep_until(start + k * task_every * group_ns);
-                mandated_round(&f, (unsigned) k);
+                *ret_peltd_share = (double) peltd / ((double) seconds * 1e9);
+                *ret_floor_share = (double) flr / ((double) seconds * 1e9);
+                *ret_mandated_share = (double) mandated / ((double) seconds * 1e9);
         }
-        cpu1 = thread_cpu_ns();
         floor_close(&f);
-        *ret_mandated_share = (double) (cpu1 - cpu0) / ((double) seconds * 1e9);
 }
 
 int main(int argc, char *argv[]) {
