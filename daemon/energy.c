@@ -47,97 +47,102 @@ int energy_cpu_index(const Topology *t, int cpu) {
         return -1;
 }
 
-static unsigned cpu_capacity(const Topology *t, int cpu) {
-        int i = energy_cpu_index(t, cpu);
-
-        return i < 0 ? 0 : t->cpus[i].capacity;
-}
-
 double energy_set_capacity(const Topology *t, const CpuMask *set) {
-        double cap = 0;
+        size_t ng = MAX(t->n_smt_groups, 1u);
+        unsigned cap[ng];
+        int n[ng];
+        double total = 0;
 
-        for (size_t g = 0; g < t->n_smt_groups; g++) {
-                unsigned core_cap = 0;
-                int n = 0;
+        memset(cap, 0, sizeof cap);
+        memset(n, 0, sizeof n);
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int g = t->cpus[i].smt_index;
 
-                CPUMASK_FOREACH(cpu, &t->smt_groups[g]) {
-                        if (!cpumask_test(set, cpu))
-                                continue;
-                        core_cap = MAX(core_cap, cpu_capacity(t, cpu));
-                        n++;
-                }
-                if (n > 0)
-                        cap += core_cap * (n >= 2 ? EM_SMT_FACTOR : 1.0);
+                if (g < 0 || (size_t) g >= t->n_smt_groups || !cpumask_test(set, t->cpus[i].cpu))
+                        continue;
+                cap[g] = MAX(cap[g], t->cpus[i].capacity);
+                n[g]++;
         }
-        return cap;
+        for (size_t g = 0; g < t->n_smt_groups; g++)
+                if (n[g] > 0)
+                        total += cap[g] * (n[g] >= 2 ? EM_SMT_FACTOR : 1.0);
+        return total;
 }
 
 void energy_spread(const Topology *t, const CpuMask *set, double util, double *cpu_util) {
-        size_t n_cores = 0;
+        size_t ng = MAX(t->n_smt_groups, 1u), n_cores = 0;
+        int first[ng], n[ng];
+        double share;
 
         if (util <= 0)
                 return;
-        for (size_t g = 0; g < t->n_smt_groups; g++)
-                if (cpumask_intersects(&t->smt_groups[g], set))
+        memset(n, 0, sizeof n);
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int g = t->cpus[i].smt_index;
+
+                if (g < 0 || (size_t) g >= t->n_smt_groups || !cpumask_test(set, t->cpus[i].cpu))
+                        continue;
+                if (n[g]++ == 0) {
+                        first[g] = (int) i;
                         n_cores++;
+                }
+        }
         if (n_cores == 0)
                 return;
 
-        for (size_t g = 0; g < t->n_smt_groups; g++) {
-                double share = util / (double) n_cores, first;
-                int first_idx = -1, n_rest = 0;
+        share = util / (double) n_cores;
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int g = t->cpus[i].smt_index;
+                double head;
 
-                if (!cpumask_intersects(&t->smt_groups[g], set))
+                if (g < 0 || (size_t) g >= t->n_smt_groups || n[g] == 0 || !cpumask_test(set, t->cpus[i].cpu))
                         continue;
-                CPUMASK_FOREACH(cpu, &t->smt_groups[g]) {
-                        int i = energy_cpu_index(t, cpu);
-
-                        if (i < 0 || !cpumask_test(set, cpu))
-                                continue;
-                        if (first_idx < 0)
-                                first_idx = i;
-                        else
-                                n_rest++;
-                }
-                if (first_idx < 0)
-                        continue;
-
                 /* One thread per core before second threads. */
-                first = n_rest > 0 ? MIN(share, (double) t->cpus[first_idx].capacity) : share;
-                cpu_util[first_idx] += first;
-                if (n_rest == 0 || share <= first)
-                        continue;
-                CPUMASK_FOREACH(cpu, &t->smt_groups[g]) {
-                        int i = energy_cpu_index(t, cpu);
-
-                        if (i < 0 || i == first_idx || !cpumask_test(set, cpu))
-                                continue;
-                        cpu_util[i] += (share - first) / n_rest;
-                }
+                head = n[g] > 1 ? MIN(share, (double) t->cpus[first[g]].capacity) : share;
+                if ((int) i == first[g])
+                        cpu_util[i] += head;
+                else
+                        cpu_util[i] += (share - head) / (n[g] - 1);
         }
 }
 
-static bool mask_busy(const Topology *t, const CpuMask *m, const double *cpu_util) {
-        CPUMASK_FOREACH(cpu, m) {
-                int i = energy_cpu_index(t, cpu);
+/* The index in t->packages of a CPU's package. */
+static size_t package_index(const Topology *t, size_t i) {
+        for (size_t k = 0; k < t->n_packages; k++)
+                if (cpumask_test(&t->packages[k].cpus, t->cpus[i].cpu))
+                        return k;
+        return 0;
+}
 
-                if (i >= 0 && cpu_util[i] > 0)
-                        return true;
-        }
-        return false;
+static size_t class_index(const Topology *t, size_t i) {
+        for (size_t k = 0; k < t->n_classes; k++)
+                if (cpumask_test(&t->classes[k].cpus, t->cpus[i].cpu))
+                        return k;
+        return 0;
 }
 
 static double builtin_one_class(const Topology *t, const double *cpu_util) {
+        bool pkg_busy[MAX(t->n_packages, 1u)], core_busy[MAX(t->n_smt_groups, 1u)];
         double e = 0, work = 0;
 
-        for (size_t p = 0; p < t->n_packages; p++)
-                if (mask_busy(t, &t->packages[p].cpus, cpu_util))
+        memset(pkg_busy, 0, sizeof pkg_busy);
+        memset(core_busy, 0, sizeof core_busy);
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int g = t->cpus[i].smt_index;
+
+                if (cpu_util[i] <= 0)
+                        continue;
+                work += cpu_util[i];
+                pkg_busy[package_index(t, i)] = true;
+                if (g >= 0 && (size_t) g < t->n_smt_groups)
+                        core_busy[g] = true;
+        }
+        for (size_t k = 0; k < t->n_packages; k++)
+                if (pkg_busy[k])
                         e += EM_PACKAGE_COST;
         for (size_t g = 0; g < t->n_smt_groups; g++)
-                if (mask_busy(t, &t->smt_groups[g], cpu_util))
+                if (core_busy[g])
                         e += EM_CORE_COST;
-        for (size_t i = 0; i < t->n_cpus; i++)
-                work += cpu_util[i];
         return e + EM_WORK_COST_PER_1024 * work / 1024.0;
 }
 
@@ -149,49 +154,41 @@ static double class_position(const Topology *t, size_t c) {
 }
 
 static double builtin_asymmetric(const Topology *t, const double *cpu_util) {
-        double e = 0;
+        size_t nc = t->n_classes, np = MAX(t->n_packages, 1u);
+        double busiest[nc], e = 0;
+        bool cluster_busy[nc * np];
+        size_t cls[MAX(t->n_cpus, 1u)];
 
-        for (size_t c = 0; c < t->n_classes; c++) {
-                const CapacityClass *cl = &t->classes[c];
-                double pos = class_position(t, c), busiest = 0, cap_at = 0, power_at = 0;
+        memset(busiest, 0, sizeof busiest);
+        memset(cluster_busy, 0, sizeof cluster_busy);
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                cls[i] = class_index(t, i);
+                if (cpu_util[i] <= 0)
+                        continue;
+                busiest[cls[i]] = MAX(busiest[cls[i]], cpu_util[i]);
+                /* A cluster is one capacity class within one package. */
+                cluster_busy[cls[i] * np + package_index(t, i)] = true;
+        }
+
+        for (size_t c = 0; c < nc; c++) {
+                double pos = class_position(t, c), cap_at, power_at;
                 size_t point;
 
-                CPUMASK_FOREACH(cpu, &cl->cpus) {
-                        int i = energy_cpu_index(t, cpu);
-
-                        if (i >= 0)
-                                busiest = MAX(busiest, cpu_util[i]);
-                }
-                if (busiest <= 0)
+                if (busiest[c] <= 0)
                         continue;
-
-                /* The lowest operating point that fits the busiest CPU, with the 20% margin. */
-                for (point = 0; point < EM_N_POINTS; point++) {
-                        cap_at = em_point_fraction[point] * cl->capacity;
-                        if (util_fits_capacity(busiest, cap_at))
+                /* The lowest operating point that fits the busiest CPU, with the 20% margin; else the top. */
+                for (point = 0; point < EM_N_POINTS - 1; point++)
+                        if (util_fits_capacity(busiest[c], em_point_fraction[point] * t->classes[c].capacity))
                                 break;
-                }
-                if (point == EM_N_POINTS)
-                        point = EM_N_POINTS - 1;
-                cap_at = em_point_fraction[point] * cl->capacity;
+                cap_at = em_point_fraction[point] * t->classes[c].capacity;
                 power_at = em_power_lowest[point] + pos * (em_power_biggest[point] - em_power_lowest[point]);
 
-                CPUMASK_FOREACH(cpu, &cl->cpus) {
-                        int i = energy_cpu_index(t, cpu);
-
-                        if (i >= 0 && cpu_util[i] > 0)
+                for (size_t i = 0; i < t->n_cpus; i++)
+                        if (cls[i] == c && cpu_util[i] > 0)
                                 e += power_at * cpu_util[i] / cap_at;
-                }
-
-                /* Static cost per busy cluster: this class within one package. */
-                for (size_t p = 0; p < t->n_packages; p++) {
-                        CpuMask cluster;
-
-                        cpumask_and(&cluster, &cl->cpus, &t->packages[p].cpus);
-                        if (mask_busy(t, &cluster, cpu_util))
-                                e += EM_CLUSTER_STATIC_LOWEST +
-                                     pos * (EM_CLUSTER_STATIC_BIGGEST - EM_CLUSTER_STATIC_LOWEST);
-                }
+                for (size_t k = 0; k < np; k++)
+                        if (cluster_busy[c * np + k])
+                                e += EM_CLUSTER_STATIC_LOWEST + pos * (EM_CLUSTER_STATIC_BIGGEST - EM_CLUSTER_STATIC_LOWEST);
         }
         return e;
 }
@@ -258,27 +255,31 @@ double energy_estimate(const Topology *t, const EnergyModel *m, const double *cp
 }
 
 bool energy_overutilized(const Topology *t, const double *cpu_util, const CpuMask *within) {
-        for (size_t g = 0; g < t->n_smt_groups; g++) {
-                double util = 0;
-                unsigned cap = 0;
-                int busy = 0;
+        size_t ng = MAX(t->n_smt_groups, 1u);
+        double util[ng];
+        unsigned cap[ng];
+        int busy[ng];
+        bool in[ng];
 
-                if (within && !cpumask_intersects(&t->smt_groups[g], within))
+        memset(util, 0, sizeof util);
+        memset(cap, 0, sizeof cap);
+        memset(busy, 0, sizeof busy);
+        memset(in, 0, sizeof in);
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int g = t->cpus[i].smt_index;
+
+                if (g < 0 || (size_t) g >= t->n_smt_groups)
                         continue;
-                CPUMASK_FOREACH(cpu, &t->smt_groups[g]) {
-                        int i = energy_cpu_index(t, cpu);
-
-                        if (i < 0)
-                                continue;
-                        cap = MAX(cap, t->cpus[i].capacity);
-                        if (cpu_util[i] > 0) {
-                                util += cpu_util[i];
-                                busy++;
-                        }
+                cap[g] = MAX(cap[g], t->cpus[i].capacity);
+                in[g] = in[g] || !within || cpumask_test(within, t->cpus[i].cpu);
+                if (cpu_util[i] > 0) {
+                        util[g] += cpu_util[i];
+                        busy[g]++;
                 }
-                if (busy > 0 && !util_fits_capacity(util, cap * (busy >= 2 ? EM_SMT_FACTOR : 1.0)))
-                        return true;
         }
+        for (size_t g = 0; g < t->n_smt_groups; g++)
+                if (in[g] && busy[g] > 0 && !util_fits_capacity(util[g], cap[g] * (busy[g] >= 2 ? EM_SMT_FACTOR : 1.0)))
+                        return true;
         return false;
 }
 
