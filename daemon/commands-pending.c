@@ -16,10 +16,6 @@ int cmd_print_topology(_unused_ const Args *args) {
         return pending("--print-topology");
 }
 
-int cmd_plan(_unused_ const Args *args) {
-        return pending("--plan");
-}
-
 int cmd_restore(_unused_ const Args *args) {
         return pending("--restore");
 }
