@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include <inttypes.h>
+
 #include "peltd/apply-cgroup.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
@@ -56,122 +58,184 @@ static int depth(const char *group) {
         return streq(group, "/") ? 0 : d;
 }
 
-/* A cpuset write that only adds CPUs (or does not change the set). */
-static bool widens(const CgWrite *w) {
-        CpuMask o, n;
-
-        if (!cg_file_is_cpulist(w->file) || !w->old)
-                return false;
-        if (cpumask_parse_list(w->old, &o) < 0 || cpumask_parse_list(w->value, &n) < 0)
-                return false;
-        return cpumask_subset(&o, &n);
-}
+/*
+ * One write of the engine below: an item's file to one value. A cpuset that moves to CPUs it did
+ * not have while losing others takes two steps, because a v1 child must stay inside its parent at
+ * every moment: first the union of the old and new sets (widening, parents first), then the new set
+ * (narrowing, children first), so that a group and its descendants can move to disjoint CPUs.
+ */
+typedef struct Step {
+        size_t item;
+        char *value;
+        long rank;
+        int error;                   /* -EAGAIN: not done yet */
+        int after;                   /* index of the step that must succeed first, or -1 */
+} Step;
 
 /*
- * The order the kernel accepts in the common case: controllers enabled first, then widening cpusets
- * top-down, everything that is not a cpuset, narrowing cpusets bottom-up, and controllers disabled
- * last. Returns a rank to sort by.
+ * The order the kernel accepts: controllers enabled first, then widening cpusets top-down,
+ * everything that is not a cpuset, narrowing cpusets bottom-up, and controllers disabled last.
  */
-static long rank(const CgWrite *w) {
+static long step_rank(const CgWrite *w, const char *value, bool widening) {
         if (is_subtree_control(w->file))
-                return (w->value[0] == '-' ? 3000000 : -3000000) + (w->value[0] == '-' ? -depth(w->group) : depth(w->group));
+                return value[0] == '-' ? 3000000 - depth(w->group) : -3000000 + depth(w->group);
         if (!cg_file_is_cpulist(w->file))
                 return 0;
-        if (widens(w))
-                return -1000000 + depth(w->group);
-        return 1000000 - depth(w->group);
+        return widening ? -1000000 + depth(w->group) : 1000000 - depth(w->group);
 }
 
-static int cmp_rank(const void *a, const void *b) {
-        const CgWrite *const *x = a, *const *y = b;
-        long rx = rank(*x), ry = rank(*y);
+static int cmp_step(const void *a, const void *b) {
+        const Step *x = a, *y = b;
 
-        return rx < ry ? -1 : rx > ry ? 1 : 0;
+        if (x->rank != y->rank)
+                return x->rank < y->rank ? -1 : 1;
+        return x->item < y->item ? -1 : x->item > y->item;
 }
 
-/* A refusal that another write of the batch may lift: a v1 child outside its parent and back. */
+/* A refusal that another write may lift: a v1 child outside its parent, or a parent without room for a child. */
 static bool retryable(int r) {
         return r == -EBUSY || r == -EACCES;
 }
 
-/*
- * Writes values[i] to order[i]'s file, in that order, retrying refusals while any write makes
- * progress. errors[i] gets each write's result. `before` runs before each attempt; its failure
- * fails the write. Returns the first error, or 0.
- */
-static int write_ordered(const CgroupIO *io, CgWrite *const *order, const char *const *values, int *errors, size_t n,
-                         int (*before)(CgWrite *w, const char *value, void *userdata), void *userdata) {
-        bool progress = true;
-        int first = 0;
+static int add_step(Step *steps, size_t *n, size_t item, const CgWrite *w, const char *value, bool widening, int after) {
+        char *v = strdup(value);
 
-        for (size_t i = 0; i < n; i++)
-                errors[i] = -EAGAIN;
+        if (!v)
+                return -ENOMEM;
+        steps[*n] = (Step){
+                .item = item, .value = v, .rank = step_rank(w, value, widening), .error = -EAGAIN, .after = after,
+        };
+        (*n)++;
+        return 0;
+}
+
+/* The steps that take an item's file from `from` to `to` (none when it already holds it). */
+static int plan_item(Step *steps, size_t *n, size_t item, const CgWrite *w, const char *from, const char *to) {
+        CpuMask f, t, u;
+
+        if (value_holds(w->file, from, to))
+                return 0;
+        if (!cg_file_is_cpulist(w->file) || cpumask_parse_list(from, &f) < 0 || cpumask_parse_list(to, &t) < 0)
+                return add_step(steps, n, item, w, to, false, -1);
+        if (cpumask_subset(&f, &t))
+                return add_step(steps, n, item, w, to, true, -1);
+        cpumask_or(&u, &f, &t);
+        if (!cpumask_equal(&u, &f) && !cpumask_empty(&f)) {
+                _cleanup_free_ char *us = cpumask_to_list(&u);
+                int r;
+
+                if (!us)
+                        return -ENOMEM;
+                r = add_step(steps, n, item, w, us, true, -1);
+                if (r < 0)
+                        return r;
+                /* The index after sorting is not known yet: remember the item, resolve below. */
+                return add_step(steps, n, item, w, to, false, (int) item);
+        }
+        return add_step(steps, n, item, w, to, false, -1);
+}
+
+/*
+ * Takes items[i]'s file from from[i] to to[i], in an order the kernel accepts, retrying refusals
+ * while any write makes progress. When record is set, the state file learns each value before it
+ * is written (and a write whose value cannot be recorded is not made). errors[i] gets each item's
+ * result. Returns the first error, or 0.
+ */
+static int write_items(const CgroupIO *io, CgWrite *const *items, const char *const *from, const char *const *to,
+                       int *errors, size_t n, Originals *record) {
+        _cleanup_free_ Step *steps = new0(Step, 2 * MAX(n, 1u));
+        size_t m = 0;
+        bool progress = true;
+        int r, first = 0;
+
+        if (!steps)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                errors[i] = 0;
+                r = plan_item(steps, &m, i, items[i], from[i], to[i]);
+                if (r < 0)
+                        goto finish;
+        }
+        qsort(steps, m, sizeof *steps, cmp_step);
+        /* A second step waits for the first step of its item. */
+        for (size_t s = 0; s < m; s++)
+                if (steps[s].after >= 0) {
+                        steps[s].after = -1;
+                        for (size_t t = 0; t < s; t++)
+                                if (steps[t].item == steps[s].item)
+                                        steps[s].after = (int) t;
+                }
 
         while (progress) {
                 progress = false;
-                for (size_t i = 0; i < n; i++) {
-                        int r;
+                for (size_t s = 0; s < m; s++) {
+                        Step *st = &steps[s];
+                        CgWrite *w = items[st->item];
 
-                        if (errors[i] != -EAGAIN && !retryable(errors[i]))
+                        if (st->error != -EAGAIN && !retryable(st->error))
                                 continue;
-                        r = before ? before(order[i], values[i], userdata) : 0;
-                        if (r >= 0)
-                                r = io->write(io->userdata, order[i]->hierarchy, order[i]->group, order[i]->file,
-                                              values[i]);
+                        if (st->after >= 0 && steps[st->after].error != 0)
+                                continue;
+                        if (record) {
+                                r = originals_record(record, w->hierarchy, w->group, w->file, w->old, st->value);
+                                if (r < 0) {
+                                        st->error = log_error_errno(r, "Failed to record the original %s of %s in %s, not writing it: %m",
+                                                                    w->file, w->group, record->path);
+                                        continue;
+                                }
+                        }
+                        r = io->write(io->userdata, w->hierarchy, w->group, w->file, st->value);
+                        st->error = r < 0 ? r : 0;
                         if (r >= 0)
                                 progress = true;
-                        errors[i] = r < 0 ? r : 0;
                 }
+        }
+
+        for (size_t s = 0; s < m; s++) {
+                int e = steps[s].error;
+
+                if (e == -EAGAIN) /* never tried: its first step failed */
+                        e = steps[steps[s].after].error;
+                if (e < 0 && errors[steps[s].item] == 0)
+                        errors[steps[s].item] = e;
         }
         for (size_t i = 0; i < n; i++)
                 if (errors[i] < 0 && first == 0)
                         first = errors[i];
-        return first;
+        r = first;
+finish:
+        for (size_t s = 0; s < m; s++)
+                free(steps[s].value);
+        return r;
 }
 
-/* Before each write of a batch: record the original; no record, no write. */
-static int record_original(CgWrite *w, const char *value, void *userdata) {
-        Originals *o = userdata;
-        int r;
-
-        if (!o)
-                return 0;
-        r = originals_record(o, w->hierarchy, w->group, w->file, w->old, value);
-        if (r < 0)
-                return log_error_errno(r, "Failed to record the original %s of %s in %s, not writing it: %m", w->file,
-                                       w->group, o->path);
-        return 0;
-}
-
-/* The file holds w->old again (rolled back, or the write failed): the state file says so too. */
-static void record_rollback(Originals *o, const CgWrite *w) {
+/* Brings the state file in line with what a file holds now (after a failure or a rollback). */
+static void sync_record(Originals *o, const CgWrite *w, const char *now) {
         const Original *e;
 
-        if (!o)
+        if (!o || !now)
                 return;
         e = originals_find(o, w->hierarchy, w->group, w->file);
         if (!e)
                 return;
-        if (value_holds(w->file, w->old, e->original))
+        if (value_holds(w->file, now, e->original))
                 (void) originals_forget(o, w->hierarchy, w->group, w->file);
-        else
-                (void) originals_record(o, w->hierarchy, w->group, w->file, e->original, w->old);
+        else if (!value_holds(w->file, now, e->written))
+                (void) originals_record(o, w->hierarchy, w->group, w->file, e->original, now);
 }
 
 int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run) {
-        _cleanup_free_ CgWrite **order = NULL, **back = NULL;
-        _cleanup_free_ const char **values = NULL, **olds = NULL;
-        _cleanup_free_ int *errors = NULL, *back_errors = NULL;
+        _cleanup_free_ CgWrite **items = NULL;
+        _cleanup_free_ const char **from = NULL, **to = NULL;
+        _cleanup_free_ int *errors = NULL;
         size_t m = 0, k = 0;
         int r, rb;
 
-        order = new0(CgWrite *, MAX(n, 1u));
-        back = new0(CgWrite *, MAX(n, 1u));
-        values = new0(const char *, MAX(n, 1u));
-        olds = new0(const char *, MAX(n, 1u));
+        items = new0(CgWrite *, MAX(n, 1u));
+        from = new0(const char *, MAX(n, 1u));
+        to = new0(const char *, MAX(n, 1u));
         errors = new0(int, MAX(n, 1u));
-        back_errors = new0(int, MAX(n, 1u));
-        if (!order || !back || !values || !olds || !errors || !back_errors)
+        if (!items || !from || !to || !errors)
                 return -ENOMEM;
 
         /* Read everything first: a vanished group or a value that would empty a cpuset stops the batch untouched. */
@@ -190,54 +254,66 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                 r = io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &w[i].old);
                 if (r < 0)
                         return w[i].error = r;
-                if (!value_holds(w[i].file, w[i].old, w[i].value))
-                        order[m++] = &w[i];
+                if (!value_holds(w[i].file, w[i].old, w[i].value)) {
+                        items[m] = &w[i];
+                        from[m] = w[i].old;
+                        to[m] = w[i].value;
+                        w[i].changed = true;
+                        m++;
+                }
         }
-        if (m == 0)
+        if (m == 0 || dry_run)
                 return 0;
 
-        qsort(order, m, sizeof *order, cmp_rank);
-        for (size_t i = 0; i < m; i++) {
-                values[i] = order[i]->value;
-                order[i]->changed = true;
-        }
-        if (dry_run)
-                return 0;
-
-        r = write_ordered(io, order, values, errors, m, record_original, originals);
-        for (size_t i = 0; i < m; i++) {
-                order[i]->error = errors[i];
-                order[i]->changed = errors[i] == 0;
-                /* Recorded, then refused: the file still holds what it held. */
-                if (errors[i] < 0)
-                        record_rollback(originals, order[i]);
-        }
+        r = write_items(io, items, from, to, errors, m, originals);
         if (r == 0)
                 return 0;
 
-        /* All or nothing: put back what was written, in the reverse order. */
-        for (size_t i = m; i-- > 0;)
-                if (order[i]->changed) {
-                        back[k] = order[i];
-                        olds[k] = order[i]->old;
+        /*
+         * All or nothing: put back every file this batch touched. What each holds now is read
+         * again (a move may have stopped half way), and taken back to what it held before.
+         */
+        {
+                _cleanup_free_ CgWrite **back = new0(CgWrite *, m);
+                _cleanup_free_ const char **bfrom = new0(const char *, m), **bto = new0(const char *, m);
+                _cleanup_free_ int *berrors = new0(int, m);
+                _cleanup_strv_free_ char **now = new0(char *, m + 1);
+
+                if (!back || !bfrom || !bto || !berrors || !now)
+                        return -ENOMEM;
+                for (size_t i = 0; i < m; i++) {
+                        items[i]->error = errors[i];
+                        if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &now[i]) < 0)
+                                continue;
+                        if (value_holds(items[i]->file, now[i], items[i]->old))
+                                continue;
+                        back[k] = items[i];
+                        bfrom[k] = now[i];
+                        bto[k] = items[i]->old;
                         k++;
                 }
-        rb = write_ordered(io, back, olds, back_errors, k, NULL, NULL);
-        for (size_t i = 0; i < k; i++)
-                if (back_errors[i] == 0) {
-                        back[i]->changed = false;
-                        record_rollback(originals, back[i]);
+                rb = write_items(io, back, bfrom, bto, berrors, k, originals);
+                if (rb < 0)
+                        log_error_errno(rb, "Failed to roll back changes to %s: %m; the state file keeps the originals.",
+                                        w[0].group);
+
+                /* Whatever happened, the state file must describe what the files hold. */
+                for (size_t i = 0; i < m; i++) {
+                        _cleanup_free_ char *cur = NULL;
+
+                        if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &cur) < 0)
+                                continue;
+                        items[i]->changed = !value_holds(items[i]->file, cur, items[i]->old);
+                        sync_record(originals, items[i], cur);
                 }
-        if (rb < 0)
-                log_error_errno(rb, "Failed to roll back changes to %s: %m; the state file keeps the originals.",
-                                w[0].group);
+        }
         return r;
 }
 
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
         _cleanup_free_ CgWrite *w = NULL;
         _cleanup_free_ CgWrite **order = NULL;
-        _cleanup_free_ const char **values = NULL;
+        _cleanup_free_ const char **values = NULL, **from = NULL;
         _cleanup_free_ int *errors = NULL;
         _cleanup_free_ bool *keep = NULL;
         size_t n = 0, left = 0;
@@ -248,9 +324,10 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
         w = new0(CgWrite, originals->n_entries);
         order = new0(CgWrite *, originals->n_entries);
         values = new0(const char *, originals->n_entries);
+        from = new0(const char *, originals->n_entries);
         errors = new0(int, originals->n_entries);
         keep = new0(bool, originals->n_entries);
-        if (!w || !order || !values || !errors || !keep)
+        if (!w || !order || !values || !from || !errors || !keep)
                 return -ENOMEM;
 
         for (size_t i = 0; i < originals->n_entries; i++) {
@@ -270,6 +347,10 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                         keep[i] = true;
                         continue;
                 }
+
+                /* Already back (a restore that stopped half way): done. */
+                if (value_holds(e->file, cur, e->original) && !value_holds(e->file, cur, e->written))
+                        continue;
 
                 bool ours = value_holds(e->file, cur, e->written);
                 if (!ours && cg_file_is_cpulist(e->file)) {
@@ -330,9 +411,10 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                 n++;
         }
 
-        qsort(order, n, sizeof *order, cmp_rank);
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
+                from[i] = order[i]->old;
                 values[i] = order[i]->value;
+        }
 
         if (dry_run) {
                 for (size_t i = 0; i < n; i++)
@@ -342,7 +424,11 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                 return 0;
         }
 
-        (void) write_ordered(io, order, values, errors, n, NULL, NULL);
+        /*
+         * The state file is not updated step by step here: after a crash half way, a file found
+         * back at its original is simply done (see above), and the rest is still peltd's.
+         */
+        (void) write_items(io, order, from, values, errors, n, NULL);
         for (size_t i = 0; i < n; i++) {
                 if (errors[i] < 0)
                         keep[order[i]->error] = true;
@@ -374,4 +460,155 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
         for (size_t i = 0; i < n; i++)
                 cg_write_done(&w[i]);
         return (int) left;
+}
+
+uint64_t shares_to_weight(uint64_t shares) {
+        return CLAMP(shares * 100 / 1024, (uint64_t) 1, (uint64_t) 10000);
+}
+
+uint64_t weight_to_shares(uint64_t weight) {
+        return CLAMP(weight * 1024 / 100, (uint64_t) 2, (uint64_t) 262144);
+}
+
+void cg_writes_free(CgWrite *w, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                cg_write_done(&w[i]);
+        free(w);
+}
+
+typedef struct Writes {
+        CgWrite *w;
+        size_t n;
+} Writes;
+
+static int add_write(Writes *ws, const char *hierarchy, const char *group, const char *file, const char *value) {
+        CgWrite *n = realloc(ws->w, sizeof(CgWrite) * (ws->n + 1));
+
+        if (!n)
+                return -ENOMEM;
+        ws->w = n;
+        n[ws->n] = (CgWrite){ .hierarchy = hierarchy, .file = file, .group = strdup(group), .value = strdup(value) };
+        if (!n[ws->n].group || !n[ws->n].value) {
+                cg_write_done(&n[ws->n]);
+                return -ENOMEM;
+        }
+        ws->n++;
+        return 0;
+}
+
+/* Descendants with a cpuset of their own keep what of their original set lies in the new one. */
+static int add_descendants(const CgroupIO *io, const Originals *o, const char *hierarchy, const char *group,
+                           const CpuMask *cpus, Writes *ws) {
+        _cleanup_strv_free_ char **kids = NULL;
+        int r;
+
+        r = io->children(io->userdata, hierarchy, group, &kids);
+        if (r < 0)
+                return r;
+        for (char **k = kids; k && *k; k++) {
+                _cleanup_free_ char *cur = NULL, *value = NULL;
+                const Original *e = originals_find(o, hierarchy, *k, "cpuset.cpus");
+                CpuMask own, m;
+
+                r = io->read(io->userdata, hierarchy, *k, "cpuset.cpus", &cur);
+                if (r == -ENOENT)
+                        continue; /* gone meanwhile */
+                if (r < 0)
+                        return r;
+                /* v2: empty means "the parent's"; nothing of its own to narrow. */
+                if (cpumask_parse_list(e ? e->original : cur, &own) < 0 || cpumask_empty(&own)) {
+                        if (isempty(cur))
+                                continue;
+                        if (cpumask_parse_list(cur, &own) < 0)
+                                return -EBADMSG;
+                }
+                cpumask_and(&m, &own, cpus);
+                if (cpumask_empty(&m))
+                        m = *cpus;
+                value = cpumask_to_list(&m);
+                if (!value)
+                        return -ENOMEM;
+                r = add_write(ws, hierarchy, *k, "cpuset.cpus", value);
+                if (r < 0)
+                        return r;
+                r = add_descendants(io, o, hierarchy, *k, &m, ws);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* v2: every ancestor from the root down to the group's parent must pass the controllers on. */
+static int add_subtree_control(const char *group, Writes *ws, bool cpuset, bool cpu) {
+        _cleanup_free_ char *parent = strdup(group);
+        char *slash;
+        int r;
+
+        if (!parent)
+                return -ENOMEM;
+        slash = strrchr(parent, '/');
+        if (!slash)
+                return 0;
+        *(slash == parent ? slash + 1 : slash) = 0; /* the parent ("/" for a top-level group) */
+        if (!streq(parent, "/")) {
+                r = add_subtree_control(parent, ws, cpuset, cpu);
+                if (r < 0)
+                        return r;
+        }
+        if (cpuset && (r = add_write(ws, "unified", parent, "cgroup.subtree_control", "+cpuset")) < 0)
+                return r;
+        if (cpu && (r = add_write(ws, "unified", parent, "cgroup.subtree_control", "+cpu")) < 0)
+                return r;
+        return 0;
+}
+
+int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n) {
+        Writes ws = {};
+        _cleanup_free_ char *cpus = NULL, *num = NULL;
+        int r = 0;
+
+        cpus = cpumask_to_list(&p->cpus);
+        if (!cpus)
+                return -ENOMEM;
+        if (cpumask_empty(&p->cpus))
+                return -EINVAL;
+
+        switch (p->target) {
+        case APPLY_V1:
+                r = add_write(&ws, "cpuset", p->group, "cpuset.cpus", cpus);
+                if (r >= 0)
+                        r = add_descendants(io, originals, "cpuset", p->group, &p->cpus, &ws);
+                if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, p->shares) < 0)
+                        r = -ENOMEM;
+                if (r >= 0 && num)
+                        r = add_write(&ws, "cpu", p->group, "cpu.shares", num);
+                break;
+        case APPLY_V2:
+                r = add_subtree_control(p->group, &ws, true, p->shares > 0);
+                if (r >= 0)
+                        r = add_write(&ws, "unified", p->group, "cpuset.cpus", cpus);
+                if (r >= 0)
+                        r = add_descendants(io, originals, "unified", p->group, &p->cpus, &ws);
+                if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, shares_to_weight(p->shares)) < 0)
+                        r = -ENOMEM;
+                if (r >= 0 && num)
+                        r = add_write(&ws, "unified", p->group, "cpu.weight", num);
+                break;
+        case APPLY_SYSTEMD:
+                if (!p->unit)
+                        return -EINVAL;
+                r = add_write(&ws, "systemd", p->unit, "AllowedCPUs", cpus);
+                if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, shares_to_weight(p->shares)) < 0)
+                        r = -ENOMEM;
+                if (r >= 0 && num)
+                        r = add_write(&ws, "systemd", p->unit, "CPUWeight", num);
+                break;
+        }
+        if (r < 0) {
+                cg_writes_free(ws.w, ws.n);
+                return r;
+        }
+        *ret = ws.w;
+        *ret_n = ws.n;
+        return 0;
 }

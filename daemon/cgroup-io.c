@@ -93,6 +93,52 @@ static int io_write(void *userdata, const char *hierarchy, const char *group, co
         return rootdir_write_string(root, path, value);
 }
 
+static int io_children(void *userdata, const char *hierarchy, const char *group, char ***ret) {
+        CgroupRoots *r = userdata;
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *dir = NULL;
+        RootDir *root = root_of(r, hierarchy);
+        DIR *d;
+        struct dirent *de;
+        size_t n = 0;
+        int k;
+
+        if (!root)
+                return -ENOENT;
+        dir = file_path(group, "");
+        if (!dir)
+                return -ENOMEM;
+        k = rootdir_opendir(root, dir, &d);
+        if (k < 0)
+                return k;
+        l = new0(char *, 1);
+        if (!l) {
+                closedir(d);
+                return -ENOMEM;
+        }
+        while ((de = readdir(d))) {
+                char **nl;
+
+                if (de->d_type != DT_DIR || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                nl = realloc(l, sizeof(char *) * (n + 2));
+                if (!nl) {
+                        closedir(d);
+                        return -ENOMEM;
+                }
+                l = nl;
+                if (asprintf(&l[n], "%s%s%s", group, streq(group, "/") ? "" : "/", de->d_name) < 0) {
+                        l[n] = NULL;
+                        closedir(d);
+                        return -ENOMEM;
+                }
+                l[++n] = NULL;
+        }
+        closedir(d);
+        *ret = TAKE_PTR(l);
+        return 0;
+}
+
 CgroupIO cgroup_io_real(CgroupRoots *roots) {
-        return (CgroupIO){ .read = io_read, .write = io_write, .userdata = roots };
+        return (CgroupIO){ .read = io_read, .write = io_write, .children = io_children, .userdata = roots };
 }

@@ -12,10 +12,6 @@ int cmd_once(_unused_ const Args *args) {
         return pending("--once");
 }
 
-int cmd_print_topology(_unused_ const Args *args) {
-        return pending("--print-topology");
-}
-
 int cmd_restore(_unused_ const Args *args) {
         return pending("--restore");
 }

@@ -100,8 +100,24 @@ static int sim_write(void *userdata, _unused_ const char *h, const char *group, 
         return 0;
 }
 
+static int sim_children(void *userdata, _unused_ const char *h, const char *group, char ***ret) {
+        Sim *s = userdata;
+        char **l = new0(char *, s->n + 1);
+        size_t k = 0;
+
+        if (!sim_find(s, group)) {
+                free(l);
+                return -ENOENT;
+        }
+        for (size_t i = 0; i < s->n; i++)
+                if (!s->g[i].gone && is_child(s->g[i].path, group))
+                        l[k++] = strdup(s->g[i].path);
+        *ret = l;
+        return 0;
+}
+
 static Sim sim;
-static CgroupIO io = { sim_read, sim_write, &sim };
+static CgroupIO io = { sim_read, sim_write, sim_children, &sim };
 static char tmpdir[] = "/tmp/peltd-test-apply-XXXXXX";
 static char statepath[256];
 
@@ -156,7 +172,9 @@ static void test_narrow_children_first(_unused_ void **state) {
         assert_string_equal(cpus_of("/peltd/web/a"), "0-1");
         assert_string_equal(cpus_of("/peltd/web/b"), "1");
         assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "2048");
-        assert_int_equal(sim.writes, 4);
+        /* b moves from 4-7 to 1: through the union 1,4-7 (a v1 child must stay inside its parent throughout). */
+        assert_int_equal(sim.writes, 5);
+        assert_non_null(strstr(sim.log, "/peltd/web/b cpuset.cpus=1,4-7\n"));
         for (size_t i = 0; i < ELEMENTSOF(w); i++)
                 assert_true(w[i].changed);
         /* Children were written before their parent, no refusal needed. */
@@ -339,6 +357,134 @@ static void test_restore_failure_is_kept(_unused_ void **state) {
         done(w, 1);
 }
 
+static const char *find_write(CgWrite *w, size_t n, const char *group, const char *file) {
+        for (size_t i = 0; i < n; i++)
+                if (streq(w[i].group, group) && streq(w[i].file, file))
+                        return w[i].value;
+        return NULL;
+}
+
+static void test_placement_v1_descendants(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        Placement p = { .group = "/peltd/web", .shares = 2048, .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n = 0;
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cpumask_parse_list("4-5", &p.cpus), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(n, 4);
+        assert_string_equal(find_write(w, n, "/peltd/web", "cpuset.cpus"), "4-5");
+        /* a (0-7) keeps what lies inside: 4-5; b (4-7) too. */
+        assert_string_equal(find_write(w, n, "/peltd/web/a", "cpuset.cpus"), "4-5");
+        assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "4-5");
+        assert_string_equal(find_write(w, n, "/peltd/web", "cpu.shares"), "2048");
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+
+        /* Narrower, outside b's own set: b gets the group's set. Then wider again: b gets back its own 4-7. */
+        assert_int_equal(cpumask_parse_list("1", &p.cpus), 0);
+        p.shares = 0;
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "1");
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+        assert_int_equal(cpumask_parse_list("0-7", &p.cpus), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "4-7");
+        assert_string_equal(find_write(w, n, "/peltd/web/a", "cpuset.cpus"), "0-7");
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
+        cg_writes_free(w, n);
+
+        /* No empty set, ever. */
+        cpumask_zero(&p.cpus);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), -EINVAL);
+}
+
+static void test_placement_v2_and_systemd(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        Placement p = { .group = "/peltd/web", .shares = 2048, .target = APPLY_V2 };
+        CgWrite *w = NULL;
+        size_t n = 0;
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cpumask_parse_list("0-1", &p.cpus), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        /* Controllers on the way down: / and /peltd pass cpuset and cpu on. */
+        assert_int_equal(n, 4 + 1 + 2 + 1);
+        assert_string_equal(w[0].group, "/");
+        assert_string_equal(w[0].value, "+cpuset");
+        assert_string_equal(w[1].value, "+cpu");
+        assert_string_equal(w[2].group, "/peltd");
+        assert_string_equal(find_write(w, n, "/peltd/web", "cpuset.cpus"), "0-1");
+        assert_string_equal(find_write(w, n, "/peltd/web", "cpu.weight"), "200");
+        cg_writes_free(w, n);
+
+        p.target = APPLY_SYSTEMD;
+        p.unit = "web.service";
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(n, 2);
+        assert_string_equal(find_write(w, n, "web.service", "AllowedCPUs"), "0-1");
+        assert_string_equal(find_write(w, n, "web.service", "CPUWeight"), "200");
+        assert_string_equal(w[0].hierarchy, "systemd");
+        cg_writes_free(w, n);
+}
+
+static void test_disjoint_move(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite w[] = {
+                W("cpuset", "/peltd/web", "cpuset.cpus", "0-1"),
+                W("cpuset", "/peltd/web/a", "cpuset.cpus", "0-1"),
+                W("cpuset", "/peltd/web/b", "cpuset.cpus", "0"),
+        };
+        CgWrite back[] = {
+                W("cpuset", "/peltd/web", "cpuset.cpus", "6-7"),
+                W("cpuset", "/peltd/web/a", "cpuset.cpus", "6-7"),
+                W("cpuset", "/peltd/web/b", "cpuset.cpus", "7"),
+        };
+
+        /* A group and its children move to CPUs none of them had: no order of direct writes works. */
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(cg_write_batch(&io, o, back, ELEMENTSOF(back), false), 0);
+        assert_string_equal(cpus_of("/peltd/web"), "6-7");
+        assert_string_equal(cpus_of("/peltd/web/a"), "6-7");
+        assert_string_equal(cpus_of("/peltd/web/b"), "7");
+        assert_string_equal(originals_find(o, "cpuset", "/peltd/web/b", "cpuset.cpus")->original, "4-7");
+        assert_string_equal(originals_find(o, "cpuset", "/peltd/web/b", "cpuset.cpus")->written, "7");
+        done(w, ELEMENTSOF(w));
+        done(back, ELEMENTSOF(back));
+}
+
+static void test_rollback_of_a_move(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite w[] = {
+                W("cpuset", "/peltd/batch", "cpuset.cpus", "6-7"),
+                W("cpu", "/peltd/batch", "cpu.shares", "300"),
+        };
+
+        /* batch (0-3) would move to 6-7; shares fail; it goes back to 0-3 and the state file is empty. */
+        assert_int_equal(originals_load(statepath, &o), 0);
+        sim.fail_shares = -EIO;
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_string_equal(cpus_of("/peltd/batch"), "0-3");
+        assert_false(w[0].changed);
+        assert_int_equal(o->n_entries, 0);
+        done(w, ELEMENTSOF(w));
+}
+
+static void test_weight_conversion(_unused_ void **state) {
+        assert_int_equal(shares_to_weight(1024), 100);
+        assert_int_equal(shares_to_weight(2), 1);
+        assert_int_equal(shares_to_weight(262144), 10000);
+        assert_int_equal(shares_to_weight(2048), 200);
+        assert_int_equal(weight_to_shares(100), 1024);
+        assert_int_equal(weight_to_shares(1), 10);
+        assert_int_equal(weight_to_shares(10000), 102400);
+}
+
 static int setup(_unused_ void **state) {
         if (!mkdtemp(tmpdir))
                 return -1;
@@ -363,6 +509,11 @@ int main(void) {
                 cmocka_unit_test_setup(test_restore, setup_test),
                 cmocka_unit_test_setup(test_restore_narrowing_order_and_subtree_control, setup_test),
                 cmocka_unit_test_setup(test_restore_failure_is_kept, setup_test),
+                cmocka_unit_test_setup(test_placement_v1_descendants, setup_test),
+                cmocka_unit_test_setup(test_placement_v2_and_systemd, setup_test),
+                cmocka_unit_test_setup(test_disjoint_move, setup_test),
+                cmocka_unit_test_setup(test_rollback_of_a_move, setup_test),
+                cmocka_unit_test(test_weight_conversion),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -240,6 +240,17 @@ Topology *topo_build(const TopoSpec *spec) {
                                 (void) cpumask_set(&t->classes[t->n_classes - 1].cpus, t->cpus[i].cpu);
         }
         t->asymmetric = t->n_classes > 1;
+        t->capacity_source = t->asymmetric ? CAPACITY_FROM_CPU_CAPACITY : CAPACITY_UNIFORM;
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int cpu = t->cpus[i].cpu;
+
+                t->cpus[i].package_index = (int) index_of(t->packages, t->n_packages, cpu);
+                t->cpus[i].die_index = (int) index_of(t->dies, t->n_dies, cpu);
+                t->cpus[i].cluster_index = t->has_clusters ? (int) index_of(t->clusters, t->n_clusters, cpu) : -1;
+                for (size_t k = 0; k < t->n_classes; k++)
+                        if (cpumask_test(&t->classes[k].cpus, cpu))
+                                t->cpus[i].class_index = (int) k;
+        }
 
         free(core_base);
         free(slots);

@@ -29,6 +29,8 @@ typedef struct CgroupIO {
         /* Reads a file of a group (value with trailing whitespace stripped). */
         int (*read)(void *userdata, const char *hierarchy, const char *group, const char *file, char **ret);
         int (*write)(void *userdata, const char *hierarchy, const char *group, const char *file, const char *value);
+        /* The full paths of a group's child groups, NULL-terminated. */
+        int (*children)(void *userdata, const char *hierarchy, const char *group, char ***ret);
         void *userdata;
 } CgroupIO;
 
@@ -66,6 +68,35 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
  * or -errno when the state file could not be updated.
  */
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run);
+
+/* Where and how a group's placement is written. */
+typedef enum ApplyTarget {
+        APPLY_V1,                    /* cpuset.cpus in "cpuset", cpu.shares in "cpu" */
+        APPLY_V2,                    /* cpuset.cpus and cpu.weight in "unified", controllers enabled in the parents */
+        APPLY_SYSTEMD,               /* AllowedCPUs= and CPUWeight= of the unit owning the group */
+} ApplyTarget;
+
+typedef struct Placement {
+        const char *group;
+        CpuMask cpus;
+        uint64_t shares;             /* cpu.shares to set (v2/systemd: converted to a weight); 0: leave alone */
+        ApplyTarget target;
+        const char *unit;            /* APPLY_SYSTEMD: the unit */
+} Placement;
+
+/* systemd's conversions between cpu.shares and cpu.weight. */
+uint64_t shares_to_weight(uint64_t shares);
+uint64_t weight_to_shares(uint64_t weight);
+
+/*
+ * The writes that put a group on its CPUs with its shares: the group's own cpuset, and those of
+ * its descendants that have their own (narrowed with it: each keeps the part of its original set
+ * inside the group's new one, or the group's set when nothing of it is left), the shares or
+ * weight, and on v2 the "+cpuset"/"+cpu" the parents' subtree_control needs. Free with
+ * cg_writes_free().
+ */
+int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n);
+void cg_writes_free(CgWrite *w, size_t n);
 
 /*
  * The real cgroupfs as a CgroupIO: "cpuset", "cpu", "cpuacct" and "unified" name a RootDir each

@@ -20,15 +20,20 @@ typedef struct TopoCpu {
         int cpu;
         int package;                 /* physical_package_id, or the lowest CPU of the package group when -1 */
         int die;                     /* die_id (same rule), or the package id */
-        int cluster;                 /* cluster_id; -1 when the machine has no clusters */
+        int cluster;                 /* cluster_id (the lowest CPU of the cluster when -1/65535); -1 when
+                                      * the machine has no clusters */
         int core;                    /* core_id as sysfs gives it; -1 when absent */
         unsigned capacity;           /* 1..1024 */
         unsigned max_freq_khz;       /* cpuinfo_max_freq of the CPU's cpufreq policy; 0 when unknown */
         usec_t idle_residency_usec;  /* deepest enabled idle state's target residency; 0 when unknown */
+        int package_index;           /* index into Topology.packages */
+        int die_index;               /* index into Topology.dies */
+        int cluster_index;           /* index into Topology.clusters; -1 without clusters */
         int smt_index;               /* index into Topology.smt_groups */
         int llc_index;               /* index into Topology.llc_groups; -1 when unknown */
-        int numa_index;              /* index into Topology.numa_nodes */
+        int numa_index;              /* index into Topology.numa_nodes; -1 when no node lists the CPU */
         int freq_domain_index;       /* index into Topology.freq_domains; -1 without cpufreq */
+        int class_index;             /* index into Topology.classes */
 } TopoCpu;
 
 typedef struct TopoGroup {
@@ -40,6 +45,14 @@ typedef struct CapacityClass {
         unsigned capacity;           /* the smallest capacity in the class */
         CpuMask cpus;
 } CapacityClass;
+
+/* Where a capacity came from (the first source that covers every online CPU, DESIGN.md). */
+typedef enum CapacitySource {
+        CAPACITY_FROM_CPU_CAPACITY,  /* cpuN/cpu_capacity */
+        CAPACITY_FROM_MAX_FREQ,      /* cpuinfo_max_freq relative to the highest */
+        CAPACITY_FROM_INTEL_HYBRID,  /* /sys/devices/cpu_core|cpu_atom/cpus: 1024 and 640 */
+        CAPACITY_UNIFORM,            /* none of these: 1024 */
+} CapacitySource;
 
 typedef struct Topology {
         CpuMask online;
@@ -66,9 +79,15 @@ typedef struct Topology {
         CpuMask *freq_domains;       /* cpufreq policies' related_cpus */
         size_t n_freq_domains;
         bool asymmetric;             /* more than one capacity class */
+        CapacitySource capacity_source;
 } Topology;
 
-/* Reads the topology under root (its sys/devices/system/cpu, sys/devices/system/node, ...). */
+/*
+ * Reads the topology under root (its sys/devices/system/cpu, sys/devices/system/node, and
+ * proc/cpuinfo as a last resort). Returns -ENODEV when no online CPU can be found, -ENOMEM, or the
+ * error of a read that makes the rest meaningless; odd or missing files fall back as DESIGN.md says
+ * (logged at debug).
+ */
 int topology_load(const RootDir *root, Topology **ret);
 Topology *topology_free(Topology *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Topology *, topology_free);
@@ -76,3 +95,35 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Topology *, topology_free);
 
 /* The TopoCpu of an online CPU, or NULL. */
 const TopoCpu *topology_cpu(const Topology *t, int cpu);
+
+/* True when a and b describe the same topology (every field, per-CPU values included). */
+bool topology_equal(const Topology *a, const Topology *b);
+
+/*
+ * Reads the set of online CPUs as topology_load() does (cpu/online, else each cpuN/online, else
+ * proc/cpuinfo). Cheap: one small read in the usual case.
+ */
+int topology_read_online(const RootDir *root, CpuMask *ret);
+
+/* Returns 1 when the online CPUs under root differ from t's, 0 when not, or -errno. */
+int topology_online_changed(const Topology *t, const RootDir *root);
+
+/*
+ * Re-reads the topology (after a hotplug uevent, or when topology_online_changed() says so). When
+ * anything differs, *t is freed and replaced and 1 is returned; otherwise *t is left as it was
+ * and 0 is returned. On an error *t is left as it was. Pointers into the old Topology are invalid
+ * after a return of 1.
+ */
+int topology_refresh(Topology **t, const RootDir *root);
+
+const char *capacity_source_to_string(CapacitySource s);
+
+/*
+ * The --print-topology JSON object of DESIGN.md ("online_cpus", "packages", ..., "cpus"), with
+ * null where the contract says so.
+ */
+struct json_object;
+int topology_to_json(const Topology *t, struct json_object **ret);
+
+/* A short human summary: a headline ("2 packages × 20 cores × 2 threads, ...") and detail lines. */
+int topology_format_text(const Topology *t, char **ret);
