@@ -27,12 +27,14 @@
  *   - on the asymmetric shapes balanced is within 5% of the cheaper of power and performance, with
  *     no shortfall.
  */
+#include <limits.h>
 #include <math.h>
 
 #include "peltd/energy.h"
 #include "peltd/macro.h"
 #include "peltd/policy.h"
-#include "topo-builder.h"
+#include "peltd/rootdir.h"
+#include "peltd/topology.h"
 
 #define SIM_ROUNDS 720
 #define SIM_ROUND_USEC USEC_PER_SEC
@@ -83,7 +85,13 @@ static double rng_uniform(void) {
 }
 
 static void workload_init(Workload *w, const Topology *t, double load) {
-        double cap = energy_set_capacity(t, &t->online), total = load * cap;
+        CpuMask usable;
+        double cap, total;
+
+        /* The machine: what the scheduler balances over, isolated CPUs left out. */
+        cpumask_andnot(&usable, &t->online, &t->isolated);
+        cap = energy_set_capacity(t, &usable);
+        total = load * cap;
         double heavy = MIN(0.16 * total, 900.0), daemon = 0.03 * total, web = 0.50 * total;
         double batch = total - heavy - 3 * daemon - web;
         unsigned n_cpus = (unsigned) t->n_cpus;
@@ -177,10 +185,13 @@ static int simulate(const Topology *t, SimPolicy sp, double load, SimResult *ret
         _cleanup_free_ double *util = new0(double, t->n_cpus);
         Workload w;
         double energy = 0, worst = 0;
+        CpuMask usable;
         int r;
 
         if (!util)
                 return -ENOMEM;
+        /* "No peltd": every group on every CPU the scheduler balances over. */
+        cpumask_andnot(&usable, &t->online, &t->isolated);
         rng_state = UINT64_C(0x9e3779b97f4a7c15);
         workload_init(&w, t, load);
 
@@ -193,7 +204,7 @@ static int simulate(const Topology *t, SimPolicy sp, double load, SimResult *ret
                 }
                 memset(util, 0, sizeof(double) * t->n_cpus);
                 for (size_t i = 0; i < w.n; i++) {
-                        sets[i] = sp == SIM_NONE ? t->online : results[i].cpus;
+                        sets[i] = sp == SIM_NONE ? usable : results[i].cpus;
                         /* What the daemon would apply is what the group has next round. */
                         w.groups[i].cpus = sets[i];
                         energy_spread(t, &sets[i], w.groups[i].util, util);
@@ -206,6 +217,29 @@ static int simulate(const Topology *t, SimPolicy sp, double load, SimResult *ret
 }
 
 static bool verbose;
+static const char *fixtures_dir = FIXTURES_DIR;
+
+/* A fixture tree's topology; exits when it cannot be read. */
+static Topology *fixture(const char *name) {
+        _cleanup_rootdir_ RootDir *root = NULL;
+        char path[PATH_MAX];
+        Topology *t = NULL;
+        int r;
+
+        snprintf(path, sizeof path, "%s/%s", fixtures_dir, name);
+        r = rootdir_open(path, &root);
+        if (r >= 0)
+                r = topology_load(root, &t);
+        if (r < 0) {
+                fprintf(stderr, "policy-sim: cannot read the topology under %s: %s\n", path, strerror(-r));
+                exit(EXIT_FAILURE);
+        }
+        if (t->n_cpus > 64) {
+                fprintf(stderr, "policy-sim: %s has more than 64 CPUs\n", name);
+                exit(EXIT_FAILURE);
+        }
+        return t;
+}
 static char **allowed_misses;        /* "SHAPE:TARGET" from --allow-miss */
 static size_t n_allowed_misses;
 static unsigned allowed_missed;
@@ -248,47 +282,32 @@ static void print_plan(const Topology *t, SimPolicy sp, double load) {
 }
 
 int main(int argc, char *argv[]) {
-        /* The shapes of the fixture trees tests/fixtures/sysfs/{x86-2s-smt,exynos5422-*,rk3399-*,intel-hybrid-adl}. */
-        static const TopoClusterSpec exynos5422[] = {
-                { .package = 1, .cores = 4, .threads = 1, .capacity = 377 },
-                { .package = 0, .cores = 4, .threads = 1, .capacity = 1024 },
-        };
-        static const TopoClusterSpec rk3399[] = {
-                { .package = 0, .cores = 4, .threads = 1, .capacity = 381 },
-                { .package = 1, .cores = 2, .threads = 1, .capacity = 1024 },
-        };
-        static const TopoClusterSpec adl[] = {
-                { .package = 0, .cores = 6, .threads = 2, .capacity = 1024 },
-                { .package = 0, .cores = 4, .threads = 1, .capacity = 640 },
-                { .package = 0, .cores = 4, .threads = 1, .capacity = 640 },
-        };
-        Shape shapes[] = {
-                { "2-socket x86 (x86-2s-smt: 2x4x2)", "x86-2s-smt", topo_build_smp(2, 4, 2, TOPO_NUMBER_X86), true },
-                { "big.LITTLE (exynos5422: 4x377+4x1024)", "exynos5422",
-                  topo_build(&(TopoSpec){ exynos5422, ELEMENTSOF(exynos5422), TOPO_NUMBER_LINEAR, false }), true },
-                { "big.LITTLE (rk3399: 4x381+2x1024)", "rk3399",
-                  topo_build(&(TopoSpec){ rk3399, ELEMENTSOF(rk3399), TOPO_NUMBER_LINEAR, false }), true },
-                { "Intel hybrid (intel-hybrid-adl: 6Px2+8E)", "intel-hybrid-adl",
-                  topo_build(&(TopoSpec){ adl, ELEMENTSOF(adl), TOPO_NUMBER_LINEAR, true }), false },
-        };
-        SimResult res[ELEMENTSOF(shapes)][N_LOADS][_SIM_MAX];
-        unsigned failures = 0, passes = 0;
-
         for (int i = 1; i < argc; i++) {
                 const char *v;
 
                 if (streq(argv[i], "-v"))
                         verbose = true;
+                else if ((v = startswith(argv[i], "--fixtures=")))
+                        fixtures_dir = v;
                 else if ((v = startswith(argv[i], "--allow-miss="))) {
                         allowed_misses = realloc(allowed_misses, sizeof(char *) * (n_allowed_misses + 1));
                         if (!allowed_misses)
                                 return 1;
                         allowed_misses[n_allowed_misses++] = (char *) v;
                 } else {
-                        fprintf(stderr, "Usage: policy-sim [-v] [--allow-miss=SHAPE:power|performance|balanced]...\n");
+                        fprintf(stderr, "Usage: policy-sim [-v] [--fixtures=DIR] [--allow-miss=SHAPE:power|performance|balanced]...\n");
                         return 2;
                 }
         }
+
+        Shape shapes[] = {
+                { "2-socket x86 (x86-2s-smt: 2x4x2, CPUs 3,11 isolated)", "x86-2s-smt", fixture("x86-2s-smt"), true },
+                { "big.LITTLE (exynos5422-linux6.1: 4x377+4x1024)", "exynos5422", fixture("exynos5422-linux6.1"), true },
+                { "big.LITTLE (rk3399-linux6.6: 4x381+2x1024)", "rk3399", fixture("rk3399-linux6.6"), true },
+                { "Intel hybrid (intel-hybrid-adl: 6Px2+8E)", "intel-hybrid-adl", fixture("intel-hybrid-adl"), false },
+        };
+        SimResult res[ELEMENTSOF(shapes)][N_LOADS][_SIM_MAX];
+        unsigned failures = 0, passes = 0;
 
         printf("Energy per round (built-in model; %% against no peltd) and worst shortfall (CPUs) over a %u-round day.\n\n",
                SIM_ROUNDS);
@@ -364,7 +383,7 @@ int main(int argc, char *argv[]) {
         }
 
         for (size_t s = 0; s < ELEMENTSOF(shapes); s++)
-                topo_build_free(shapes[s].t);
+                topology_free(shapes[s].t);
 
         free(allowed_misses);
         if (allowed_missed > 0)

@@ -3,6 +3,7 @@
  * The planner on the machine shapes of the fixture trees (built in memory): where each policy puts
  * work, the invariants every plan keeps, and the stability rules over many rounds.
  */
+#include <dirent.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,11 @@
 #include "peltd/macro.h"
 #include "peltd/policy.h"
 #include "topo-builder.h"
+
+static void closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
 
 static const Policy all_policies[] = { POLICY_POWER, POLICY_PERFORMANCE, POLICY_BALANCED };
 
@@ -730,6 +736,122 @@ static void test_plan_without_history_places_at_once(void **state) {
         topo_build_free(t);
 }
 
+/* ---- The fixture trees, read by topology_load() ---------------------------------------------- */
+
+static Topology *fixture(const char *name) {
+        _cleanup_rootdir_ RootDir *root = NULL;
+        char path[512];
+        Topology *t = NULL;
+
+        snprintf(path, sizeof path, "%s/%s", FIXTURES_DIR, name);
+        assert_int_equal(rootdir_open(path, &root), 0);
+        assert_int_equal(topology_load(root, &t), 0);
+        return t;
+}
+
+static void test_fixtures_one_class(void **state) {
+        _unused_ void *s = state;
+        static const char *const names[] = { "x86-2s-smt", "x86-4s-interleaved", "arm64-altra-2s" };
+
+        for (size_t k = 0; k < ELEMENTSOF(names); k++) {
+                _cleanup_topology_ Topology *t = fixture(names[k]);
+                PolicyGroup g[2] = { group(t, "/light", 300, 4), group(t, "/big", 0, 32) };
+                CpuMask usable;
+                PolicyResult r[2];
+
+                assert_false(t->asymmetric);
+                cpumask_andnot(&usable, &t->online, &t->isolated);
+                /* Light work: one package, one core. */
+                plan(t, g, 1, POLICY_POWER, r);
+                check_invariants(t, &g[0], &r[0]);
+                assert_true(within_one_package(t, &r[0].cpus));
+                assert_int_equal(cores_touched(t, &r[0].cpus), 1);
+                /* Performance: every package, every usable CPU. */
+                plan(t, g, 1, POLICY_PERFORMANCE, r);
+                assert_true(cpumask_equal(&r[0].cpus, &usable));
+                assert_int_equal(packages_touched(t, &r[0].cpus), (int) t->n_packages);
+                /* More than a package: spills, and fits. */
+                g[1].util = energy_set_capacity(t, &t->packages[0].cpus) * 0.8 + 300;
+                for (size_t p = 0; p < ELEMENTSOF(all_policies); p++) {
+                        plan(t, g, 2, all_policies[p], r);
+                        for (size_t i = 0; i < 2; i++)
+                                check_invariants(t, &g[i], &r[i]);
+                        assert_true(packages_touched(t, &r[1].cpus) >= 2);
+                        assert_true(shortfall(t, g, r, 2) <= 0);
+                }
+        }
+}
+
+static void test_fixtures_asymmetric(void **state) {
+        _unused_ void *s = state;
+        /* exynos5422-linux3.10 has no cpu_capacity: capacities come from cpuinfo_max_freq. */
+        static const char *const names[] = {
+                "exynos5422-linux6.1", "exynos5422-linux3.10", "rk3399-linux5.10", "rk3399-linux6.6",
+                "phone-sm8150-linux5.10", "intel-hybrid-adl",
+        };
+
+        for (size_t k = 0; k < ELEMENTSOF(names); k++) {
+                _cleanup_topology_ Topology *t = fixture(names[k]);
+                PolicyGroup g[3] = { group(t, "/light", 100, 2), group(t, "/single", 700, 1), group(t, "/daemons", 30, 3) };
+                PolicyResult r[3];
+
+                assert_true(t->asymmetric);
+                for (size_t p = 0; p < ELEMENTSOF(all_policies); p++) {
+                        plan(t, g, 3, all_policies[p], r);
+                        for (size_t i = 0; i < 3; i++)
+                                check_invariants(t, &g[i], &r[i]);
+                        /* A 700-util task only where it fits (or on the biggest when nothing does). */
+                        check_task_fits(t, &r[1], 700);
+                        /* Light work on the lowest class, but under performance. */
+                        if (all_policies[p] != POLICY_PERFORMANCE) {
+                                assert_true(cpumask_equal(&r[0].cpus, &t->classes[0].cpus));
+                                assert_true(cpumask_equal(&r[2].cpus, &t->classes[0].cpus));
+                        }
+                }
+        }
+}
+
+static void test_fixtures_every_tree_keeps_invariants(void **state) {
+        _unused_ void *s = state;
+        _cleanup_(closedirp) DIR *d = opendir(FIXTURES_DIR);
+        struct dirent *de;
+        unsigned n = 0;
+
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                _cleanup_rootdir_ RootDir *root = NULL;
+                _cleanup_topology_ Topology *t = NULL;
+                char path[512];
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(path, sizeof path, "%s/%s", FIXTURES_DIR, de->d_name);
+                if (rootdir_open(path, &root) < 0 || topology_load(root, &t) < 0)
+                        continue; /* not a tree, or one built to be refused */
+
+                PolicyGroup g[4] = {
+                        group(t, "/a", 0, 1), group(t, "/b", 150, 2), group(t, "/c", 900, 1),
+                        group(t, "/d", energy_set_capacity(t, &t->online) * 0.5, 64),
+                };
+                PolicyResult r[4];
+
+                g[1].avg_slice_usec = 30;
+                for (size_t p = 0; p < ELEMENTSOF(all_policies); p++) {
+                        plan(t, g, 4, all_policies[p], r);
+                        for (size_t i = 0; i < 4; i++) {
+                                check_invariants(t, &g[i], &r[i]);
+                                assert_true(cpumask_subset(&r[i].cpus, &t->online));
+                        }
+                        /* Where a plan without shortfall exists: the total fits, every task fits a CPU. */
+                        if (util_fits_capacity(g[0].util + g[1].util + g[2].util + g[3].util, energy_set_capacity(t, &t->online)) &&
+                            util_fits_capacity(900, t->classes[t->n_classes - 1].capacity))
+                                assert_true(shortfall(t, g, r, 4) <= 0);
+                }
+                n++;
+        }
+        assert_true(n >= 10);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_power_light_work_one_package_few_cores),
@@ -750,6 +872,9 @@ int main(void) {
                 cmocka_unit_test(test_waiting_group_widened),
                 cmocka_unit_test(test_no_flapping_around_thresholds),
                 cmocka_unit_test(test_plan_without_history_places_at_once),
+                cmocka_unit_test(test_fixtures_one_class),
+                cmocka_unit_test(test_fixtures_asymmetric),
+                cmocka_unit_test(test_fixtures_every_tree_keeps_invariants),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
