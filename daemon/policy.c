@@ -296,8 +296,13 @@ static bool pack(const Planner *p, const CpuMask *candidates, double demand, Cpu
                 occ += core_occ;
                 last_class = cls;
         }
+        if (!util_fits_capacity(demand + occ, cap)) {
+                /* Not even every candidate fits: all of them, the most it can have. */
+                *ret = *candidates;
+                return false;
+        }
         *ret = set;
-        return util_fits_capacity(demand + occ, cap);
+        return true;
 }
 
 static void describe_pack(const Planner *p, const GroupPlan *gp, const CpuMask *set, bool fits, char *buf, size_t size) {
@@ -367,6 +372,20 @@ static void place_pack(Planner *p, GroupPlan *gp, unsigned min_cpus, const char 
 
         fits = pack(p, &gp->candidates, gp->demand, &gp->proposal);
         describe_pack(p, gp, &gp->proposal, fits, what, sizeof what);
+        if (fits && !asymmetric(p->t)) {
+                double there = 0;
+
+                CPUMASK_FOREACH(cpu, &gp->proposal) {
+                        int i = energy_cpu_index(p->t, cpu);
+
+                        if (i >= 0)
+                                there += p->cpu_util[i];
+                }
+                /* The set is sized with the other groups' load on it: say so, or it looks too wide. */
+                if (there > 0)
+                        snprintf(what + strlen(what), sizeof what - strlen(what), " with %.1f CPUs of others' load",
+                                 cpus_of(there));
+        }
         before = cpumask_count(&gp->proposal);
         extend_to_min(p, &gp->candidates, min_cpus, &gp->proposal);
         gp->reason[0] = 0;
