@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdarg.h>
 
+#include "peltd/pelt.h"
 #include "peltd/policy.h"
 
 /*
@@ -787,6 +788,71 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
         r->managed = true;
 }
 
+/*
+ * Under contention a group gets what its shares win, not what it wants. Where more demand lies on a
+ * group's CPUs than they fit, estimate that (seed 009): each group's shares are split over its CPUs
+ * in proportion to its load there (pelt_shares_split()), and on each CPU a group gets the CPU's
+ * capacity in proportion to its part of the shares present. The estimate goes into the reason.
+ */
+static int explain_contention(const Planner *p, const PolicyGroup *groups, const GroupPlan *gps, PolicyResult *ret, size_t n) {
+        const Topology *t = p->t;
+        size_t nc = MAX(t->n_cpus, 1u);
+        _cleanup_free_ double *load = NULL, *present = NULL;
+        _cleanup_free_ uint64_t *split = NULL, *iload = NULL;
+        bool any = false;
+
+        /* Contended: the demand on a managed group's set does not fit it. */
+        for (size_t i = 0; i < n && !any; i++)
+                if (ret[i].managed) {
+                        double there = 0;
+
+                        CPUMASK_FOREACH(cpu, &ret[i].cpus) {
+                                int k = energy_cpu_index(t, cpu);
+
+                                if (k >= 0)
+                                        there += p->cpu_util[k];
+                        }
+                        any = !util_fits_capacity(there, energy_set_capacity(t, &ret[i].cpus));
+                }
+        if (!any)
+                return 0;
+
+        load = new0(double, n * nc);
+        split = new0(uint64_t, n * nc);
+        iload = new0(uint64_t, nc);
+        present = new0(double, nc);
+        if (!load || !split || !iload || !present)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                energy_spread(t, &ret[i].cpus, gps[i].demand, load + i * nc);
+                for (size_t k = 0; k < t->n_cpus; k++)
+                        iload[k] = (uint64_t) llround(load[i * nc + k]);
+                pelt_shares_split(MAX(ret[i].shares, (uint64_t) PELT_MIN_SHARES), iload, t->n_cpus, split + i * nc);
+                for (size_t k = 0; k < t->n_cpus; k++)
+                        if (load[i * nc + k] > 0)
+                                present[k] += (double) split[i * nc + k];
+        }
+        for (size_t i = 0; i < n; i++) {
+                double there = 0, fair = 0;
+
+                if (!ret[i].managed)
+                        continue;
+                for (size_t k = 0; k < t->n_cpus; k++) {
+                        if (!cpumask_test(&ret[i].cpus, t->cpus[k].cpu))
+                                continue;
+                        there += p->cpu_util[k];
+                        if (load[i * nc + k] > 0 && present[k] > 0)
+                                fair += t->cpus[k].capacity * (double) split[i * nc + k] / present[k];
+                }
+                if (util_fits_capacity(there, energy_set_capacity(t, &ret[i].cpus)) || fair >= gps[i].demand)
+                        continue;
+                reason_append(ret[i].reason, "; contended: its shares (%" PRIu64 ") win it about %.1f of the %.1f CPUs it wants",
+                              ret[i].shares, cpus_of(fair), cpus_of(gps[i].demand));
+                (void) groups;
+        }
+        return 0;
+}
+
 int policy_plan(
                 const Topology *t,
                 const PolicyGroup *groups,
@@ -884,6 +950,12 @@ int policy_plan(
                 } else
                         ret[i].cpus = gps[i].proposal;
                 memcpy(ret[i].reason, gps[i].reason, sizeof ret[i].reason);
+        }
+
+        r = explain_contention(&p, groups, gps, ret, n);
+        if (r < 0) {
+                planner_done(&p);
+                return r;
         }
 
         planner_done(&p);

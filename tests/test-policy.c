@@ -508,6 +508,26 @@ static void test_balanced_asymmetric_uses_energy(void **state) {
         topo_build_free(t);
 }
 
+static void test_contention_fair_share_by_shares(void **state) {
+        _unused_ void *s = state;
+        Topology *t = topo_build_smp(1, 4, 1, TOPO_NUMBER_LINEAR);
+        GroupConfig heavy_shares = { .policy = POLICY_INVALID, .manage = -1, .shares = 3072 };
+        PolicyGroup g[2] = { group(t, "/a", 4000, 8), group(t, "/b", 4000, 8) };
+        PolicyResult r[2];
+
+        g[0].config = &heavy_shares;
+        plan(t, g, 2, POLICY_PERFORMANCE, r);
+        /* 4 CPUs wanted by 8 CPUs' worth of demand: split 3:1 by shares. */
+        assert_non_null(strstr(r[0].reason, "contended: its shares (3072) win it about 3.0 of the 3.9 CPUs it wants"));
+        assert_non_null(strstr(r[1].reason, "contended: its shares (1024) win it about 1.0 of the 3.9 CPUs it wants"));
+
+        /* Without contention, no such note. */
+        g[0].util = g[1].util = g[0].runnable = g[1].runnable = 1000;
+        plan(t, g, 2, POLICY_PERFORMANCE, r);
+        assert_null(strstr(r[0].reason, "contended"));
+        topo_build_free(t);
+}
+
 /* ---- Stability ------------------------------------------------------------------------------- */
 
 #define ROUND_USEC (100 * USEC_PER_MSEC)
@@ -865,6 +885,7 @@ int main(void) {
                 cmocka_unit_test(test_min_cpus_policy_manage_pinned),
                 cmocka_unit_test(test_balanced_one_class),
                 cmocka_unit_test(test_balanced_asymmetric_uses_energy),
+                cmocka_unit_test(test_contention_fair_share_by_shares),
                 cmocka_unit_test(test_no_placement_before_one_second),
                 cmocka_unit_test(test_outgrown_group_widened_next_round),
                 cmocka_unit_test(test_narrowing_holds_three_rounds_and_waits_ten_seconds),
