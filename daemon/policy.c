@@ -43,6 +43,7 @@ typedef struct GroupPlan {
         CpuMask proposal;
         char prefix[POLICY_REASON_MAX];  /* what a packed group's reason starts with */
         char reason[POLICY_REASON_MAX];
+        char note[96];               /* a restriction that had to be dropped, appended to the reason */
 } GroupPlan;
 
 typedef struct Planner {
@@ -670,6 +671,11 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
 }
 
 /* Step 1: demand, candidates, mode; the history takes this round's sample. */
+/* Whether a group can run where it is: on an online CPU (isolated ones run tasks too). */
+static bool has_online(const Planner *p, const CpuMask *cpus) {
+        return cpumask_intersects(cpus, &p->t->online);
+}
+
 static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t now, GroupPlan *gp, PolicyResult *r) {
         const Topology *t = p->t;
         const GroupConfig *c = g->config;
@@ -723,16 +729,34 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
         gp->candidates = p->usable;
         if (g->has_allowed)
                 cpumask_and(&gp->candidates, &gp->candidates, &g->allowed);
-        if (c && c->has_allowed_cpus)
-                cpumask_and(&gp->candidates, &gp->candidates, &c->allowed_cpus);
+        if (c && c->has_allowed_cpus) {
+                CpuMask cut;
+
+                /*
+                 * AllowedCPUs= with none of its CPUs usable (offline, isolated, outside the parent)
+                 * while the group has no online CPU either (v1 empties a cpuset whose CPUs all went
+                 * offline, and moves its tasks out): never an empty set wins, and the parent's CPUs
+                 * stand in until one of its own comes back. Otherwise it is left alone, below.
+                 */
+                cpumask_and(&cut, &gp->candidates, &c->allowed_cpus);
+                if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
+                        snprintf(gp->note, sizeof gp->note, "; no usable CPU in AllowedCPUs=, on its parent's CPUs until one is");
+                else
+                        gp->candidates = cut;
+        }
         if (g->has_mems) {
-                CpuMask nodes;
+                CpuMask nodes, cut;
 
                 cpumask_zero(&nodes);
                 for (size_t k = 0; k < t->n_numa_nodes; k++)
                         if (t->numa_nodes[k].id >= 0 && cpumask_test(&g->mems, t->numa_nodes[k].id))
                                 cpumask_or(&nodes, &nodes, &t->numa_nodes[k].cpus);
-                cpumask_and(&gp->candidates, &gp->candidates, &nodes);
+                /* No usable CPU near its memory, and no online one where it is: any usable CPU rather than none. */
+                cpumask_and(&cut, &gp->candidates, &nodes);
+                if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
+                        snprintf(gp->note, sizeof gp->note, "; no usable CPU in the NUMA nodes of its memory");
+                else
+                        gp->candidates = cut;
         }
         if (cpumask_empty(&gp->candidates)) {
                 snprintf(r->reason, sizeof r->reason,
@@ -950,6 +974,7 @@ int policy_plan(
                 } else
                         ret[i].cpus = gps[i].proposal;
                 memcpy(ret[i].reason, gps[i].reason, sizeof ret[i].reason);
+                reason_append(ret[i].reason, "%s", gps[i].note);
         }
 
         r = explain_contention(&p, groups, gps, ret, n);

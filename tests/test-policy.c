@@ -379,6 +379,19 @@ static void test_never_empty(void **state) {
                 assert_true(cpumask_equal(&r[1].cpus, &g[1].cpus));
                 assert_non_null(strstr(r[1].reason, "no online, non-isolated CPU"));
         }
+
+        /*
+         * The same with nothing usable where it is either (v1 emptied its cpuset when its CPUs went
+         * offline): never an empty set wins over AllowedCPUs=, the parent's CPUs stand in.
+         */
+        cpumask_zero(&g[1].cpus);
+        for (size_t p = 0; p < ELEMENTSOF(all_policies); p++) {
+                plan(t, g, 2, all_policies[p], r);
+                assert_true(r[1].managed);
+                assert_false(cpumask_empty(&r[1].cpus));
+                assert_false(cpumask_intersects(&r[1].cpus, &t->isolated));
+                assert_non_null(strstr(r[1].reason, "no usable CPU in AllowedCPUs="));
+        }
         topo_build_free(t);
 }
 
