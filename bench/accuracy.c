@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Accuracy of peltd's user-space PELT against the kernel's own.
+ *
+ * Duty-cycle threads (periods that do not divide the sampling interval, duties 10-90%, nice -5..5)
+ * run in two groups of a private cgroup subtree for 1 s; then `peltd --once 4 --interval 100
+ * --json` samples them. Meanwhile the kernel's se.avg.{util,runnable,load}_avg are read from
+ * /proc/PID/task/TID/sched at jittered times over the last 2 s of the run (a sleeping task's
+ * values are as of its last update: fixed-rate reads would lock to one phase) and averaged.
+ *
+ * Targets: util_avg within 16/1024, runnable_avg within 32/1024, load_avg within 32/1024 of the
+ * kernel's scaled by the thread's weight (it follows nice), each group's util_avg within 48 of
+ * the sum of its threads' kernel util. Exit 1 when a target is missed, 2 on setup errors.
+ *
+ * Usage: accuracy PELTD [--keep-going]
+ */
+#include <json-c/json.h>
+#include <math.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+
+#include "../tests/machine-lock.h"
+#include "bench-util.h"
+
+#define UTIL_TOLERANCE 16
+#define RUNNABLE_TOLERANCE 32
+#define GROUP_TOLERANCE 48
+
+typedef struct Duty {
+        double period_ms;
+        double duty;
+        int nice;
+        const char *group;           /* below the private top */
+} Duty;
+
+/*
+ * Group a on CPU 0 (60% of it), group b on CPU 1 (the 90% thread alone): 1.5 CPUs of demand on 2,
+ * and the contention there is only a's threads meeting on CPU 0.
+ */
+static const Duty duties[] = {
+        { 2.3, 0.10, -5, "a" },
+        { 3.1, 0.25, 0, "a" },
+        { 4.7, 0.15, 5, "a" },
+        { 9.7, 0.10, 3, "a" },
+        { 9.7, 0.90, -2, "b" },
+};
+#define N_THREADS (sizeof duties / sizeof duties[0])
+
+static const unsigned long nice_weight[40] = {
+        88761, 71755, 56483, 46273, 36291, 29154, 23254, 18705, 14949, 11916, 9548, 7620, 6100, 4904,
+        3906,  3121,  2501,  1991,  1586,  1277,  1024,  820,   655,   526,   423,   335,  272,  215,
+        172,   137,   110,   87,    70,    56,    45,    36,    29,    23,    18,    15,
+};
+
+static char top[64];
+static pid_t children[N_THREADS];
+
+static void cleanup(void) {
+        for (size_t i = 0; i < N_THREADS; i++)
+                if (children[i] > 0) {
+                        kill(children[i], SIGKILL);
+                        waitpid(children[i], NULL, 0);
+                        children[i] = 0;
+                }
+        bench_cgroup_remove(top);
+}
+
+/* ---- the duty-cycle workers: one process each, so that v1 and v2 attach them alike ------------ */
+
+static _Noreturn void duty_worker(const Duty *d) {
+        uint64_t period = (uint64_t) (d->period_ms * 1e6), busy = (uint64_t) (d->period_ms * d->duty * 1e6);
+        uint64_t next;
+        char group[128];
+
+        snprintf(group, sizeof group, "%s/%s", top, d->group);
+        bench_cgroup_attach(group, getpid());
+        if (setpriority(PRIO_PROCESS, 0, d->nice) < 0)
+                bench_die("setpriority: %s", strerror(errno));
+        prctl(PR_SET_TIMERSLACK, 1UL);
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+
+        next = bench_now_ns();
+        for (;;) {
+                uint64_t start = next;
+                struct timespec ts;
+
+                while (bench_now_ns() - start < busy)
+                        ;
+                next += period;
+                ts.tv_sec = (time_t) (next / 1000000000ULL);
+                ts.tv_nsec = (long) (next % 1000000000ULL);
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        }
+}
+
+/* ---- the kernel's values --------------------------------------------------------------------- */
+
+typedef struct Kernel {
+        double util, runnable, load;
+        unsigned n;
+} Kernel;
+
+static bool sched_field(const char *buf, const char *key, double *ret) {
+        const char *p = strstr(buf, key);
+
+        if (!p)
+                return false;
+        p = strchr(p, ':');
+        return p && sscanf(p + 1, "%lf", ret) == 1;
+}
+
+static void read_kernel(const pid_t *tids, Kernel *k) {
+        for (size_t i = 0; i < N_THREADS; i++) {
+                char path[128], buf[4096];
+                double u, r, l;
+                int fd;
+                ssize_t n;
+
+                snprintf(path, sizeof path, "/proc/%d/task/%d/sched", (int) tids[i], (int) tids[i]);
+                fd = open(path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        bench_die("%s: %s", path, strerror(errno));
+                n = read(fd, buf, sizeof buf - 1);
+                close(fd);
+                if (n <= 0)
+                        bench_die("%s: short read", path);
+                buf[n] = 0;
+                if (!sched_field(buf, "se.avg.util_avg", &u) || !sched_field(buf, "se.avg.runnable_avg", &r) ||
+                    !sched_field(buf, "se.avg.load_avg", &l))
+                        bench_die("%s: no se.avg fields", path);
+                k[i].util += u;
+                k[i].runnable += r;
+                k[i].load += l;
+                k[i].n++;
+        }
+}
+
+static json_object *find_task(json_object *root, pid_t tid) {
+        json_object *tasks, *t, *v;
+
+        if (!json_object_object_get_ex(root, "tasks", &tasks))
+                return NULL;
+        for (size_t i = 0; i < json_object_array_length(tasks); i++) {
+                t = json_object_array_get_idx(tasks, i);
+                if (json_object_object_get_ex(t, "tid", &v) && json_object_get_int(v) == tid)
+                        return t;
+        }
+        return NULL;
+}
+
+static json_object *find_group(json_object *root, const char *path) {
+        json_object *groups, *g, *v;
+
+        if (!json_object_object_get_ex(root, "groups", &groups))
+                return NULL;
+        for (size_t i = 0; i < json_object_array_length(groups); i++) {
+                g = json_object_array_get_idx(groups, i);
+                if (json_object_object_get_ex(g, "path", &v) && strcmp(json_object_get_string(v), path) == 0)
+                        return g;
+        }
+        return NULL;
+}
+
+static double field(json_object *o, const char *key) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v))
+                bench_die("peltd's JSON lacks \"%s\"", key);
+        return json_object_get_double(v);
+}
+
+typedef struct PeltdRun {
+        char *peltd;
+        char *conf;
+        char *out;
+        int status;
+        uint64_t started;
+} PeltdRun;
+
+static void *run_peltd(void *arg) {
+        PeltdRun *r = arg;
+        char *argv[] = { r->peltd, "--config", r->conf, "--once", "4", "--interval", "100", "--json", NULL };
+        struct rusage ru;
+
+        r->started = bench_now_ns();
+        r->status = bench_run(argv, &r->out, &ru);
+        return NULL;
+}
+
+int main(int argc, char *argv[]) {
+        pid_t tids[N_THREADS];
+        Kernel k[N_THREADS] = {};
+        char conf[] = "/tmp/peltd-bench-accuracy-XXXXXX";
+        PeltdRun run = {};
+        pthread_t runner;
+        json_object *root;
+        double worst_util = 0, worst_runnable = 0, worst_load = 0, worst_group = 0;
+        int fd, failed = 0;
+        FILE *f;
+
+        if (argc < 2)
+                bench_die("usage: accuracy PELTD");
+
+        machine_lock();
+        snprintf(top, sizeof top, "/peltd-bench-%d", (int) getpid());
+        atexit(cleanup);
+        signal(SIGINT, exit);
+        signal(SIGTERM, exit);
+
+        bench_cgroup_create(top);
+        /* Other work on the machine (builds, other tests) must not take the workers' CPU: see bench-util.h. */
+        bench_cgroup_max_weight(top);
+        for (const char *g = "a"; g; g = strcmp(g, "a") == 0 ? "b" : NULL) {
+                char path[128];
+
+                snprintf(path, sizeof path, "%s/%s", top, g);
+                bench_cgroup_create(path);
+                bench_cgroup_cpus(path, g[0] == 'a' ? "0" : "1");
+        }
+
+        /* peltd manages the two groups: the direct children of the private top. */
+        fd = mkstemp(conf);
+        if (fd < 0)
+                bench_die("mkstemp: %s", strerror(errno));
+        f = fdopen(fd, "w");
+        fprintf(f, "[Daemon]\nCgroupRoot=%s\n", top);
+        fclose(f);
+
+        for (size_t i = 0; i < N_THREADS; i++) {
+                pid_t pid = fork();
+
+                if (pid < 0)
+                        bench_die("fork: %s", strerror(errno));
+                if (pid == 0)
+                        duty_worker(&duties[i]);
+                children[i] = tids[i] = pid;
+        }
+
+        /* Let them run for 1 s, then sample. */
+        usleep(1000 * 1000);
+        run = (PeltdRun){ .peltd = argv[1], .conf = conf };
+        if (pthread_create(&runner, NULL, run_peltd, &run) != 0)
+                bench_die("pthread_create");
+
+        /* The kernel's values over the last 2 s of peltd's 4, at jittered times (0.3-2.7 ms apart). */
+        usleep(2000 * 1000);
+        srand((unsigned) getpid());
+        {
+                uint64_t end = bench_now_ns() + 2000ULL * 1000 * 1000;
+
+                while (bench_now_ns() < end) {
+                        read_kernel(tids, k);
+                        usleep(300 + (useconds_t) (rand() % 2400));
+                }
+        }
+        pthread_join(runner, NULL);
+        unlink(conf);
+        if (run.status != 0)
+                bench_die("peltd exited with %d", run.status);
+
+        root = json_tokener_parse(run.out);
+        if (!root)
+                bench_die("peltd's output is not JSON");
+
+        printf("accuracy: %zu duty-cycle threads, peltd --once 4 --interval 100 vs /proc/TID/sched (%u jittered reads in the last 2 s)\n\n",
+               N_THREADS, k[0].n);
+        printf("%-6s %7s %5s %4s %6s | %7s %7s %6s | %7s %7s %6s | %8s %8s %6s\n", "group", "period", "duty", "nice", "weight",
+               "k.util", "p.util", "err", "k.run", "p.run", "err", "k.load", "p.load", "err/w");
+        for (size_t i = 0; i < N_THREADS; i++) {
+                json_object *t = find_task(root, tids[i]);
+                double ku = k[i].util / k[i].n, kr = k[i].runnable / k[i].n, kl = k[i].load / k[i].n;
+                double pu, pr, pl, w = (double) nice_weight[duties[i].nice + 20];
+                double eu, er, el;
+
+                if (!t) {
+                        printf("thread %d: missing from peltd's output\n", (int) tids[i]);
+                        failed = 1;
+                        continue;
+                }
+                pu = field(t, "util_avg");
+                pr = field(t, "runnable_avg");
+                pl = field(t, "load_avg");
+                eu = pu - ku;
+                er = pr - kr;
+                /* Load is runnable scaled by the weight: its error counts in 1/1024 of the weight. */
+                el = (pl - kl) * 1024 / w;
+                printf("%-6s %5.1fms %4.0f%% %4d %6.0f | %7.1f %7.0f %+6.1f | %7.1f %7.0f %+6.1f | %8.1f %8.0f %+6.1f\n",
+                       duties[i].group, duties[i].period_ms, duties[i].duty * 100, duties[i].nice, w, ku, pu, eu, kr, pr, er, kl, pl, el);
+                worst_util = fmax(worst_util, fabs(eu));
+                worst_runnable = fmax(worst_runnable, fabs(er));
+                worst_load = fmax(worst_load, fabs(el));
+        }
+
+        printf("\n%-24s %10s %10s %8s\n", "group", "sum k.util", "p.util", "err");
+        for (const char *g = "a"; g; g = strcmp(g, "a") == 0 ? "b" : NULL) {
+                char path[128];
+                double sum = 0, pu, e;
+                json_object *o;
+
+                snprintf(path, sizeof path, "%s/%s", top, g);
+                for (size_t i = 0; i < N_THREADS; i++)
+                        if (strcmp(duties[i].group, g) == 0)
+                                sum += k[i].util / k[i].n;
+                o = find_group(root, path);
+                if (!o) {
+                        printf("%s: missing from peltd's output\n", path);
+                        failed = 1;
+                        continue;
+                }
+                pu = field(o, "util_avg");
+                e = pu - sum;
+                printf("%-24s %10.1f %10.0f %+8.1f\n", path, sum, pu, e);
+                worst_group = fmax(worst_group, fabs(e));
+        }
+
+        printf("\nworst error: util %.1f (target %d), runnable %.1f (target %d), load %.1f/1024 of weight (target %d), group util %.1f (target %d)\n",
+               worst_util, UTIL_TOLERANCE, worst_runnable, RUNNABLE_TOLERANCE, worst_load, RUNNABLE_TOLERANCE, worst_group,
+               GROUP_TOLERANCE);
+        if (worst_util > UTIL_TOLERANCE || worst_runnable > RUNNABLE_TOLERANCE || worst_load > RUNNABLE_TOLERANCE ||
+            worst_group > GROUP_TOLERANCE)
+                failed = 1;
+        printf("%s\n", failed ? "FAIL" : "PASS");
+        json_object_put(root);
+        free(run.out);
+        return failed;
+}

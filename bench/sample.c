@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The cost of sampling, against a floor measured in the same run.
+ *
+ *   1. Per thread-sample: 2,000 extra sleeping threads (in a private cgroup). The floor is a loop
+ *      that only preads kept-open schedstat fds of every thread on the machine. peltd is
+ *      `peltd --once S --interval 100`, run for 2 s and for 6 s: the difference is the cost of
+ *      40 rounds without start-up and output, per thread and round. Target: at most 1.5x the floor.
+ *      Peak RSS (2 s run): at most 16 MiB.
+ *   2. Defaults: the same 2,000 threads, sampled in this process with libpeltd's sampling at the
+ *      default rates (group rounds every 100 ms, task rounds every 1000 ms) for 10 s; the floor
+ *      preads every schedstat fd at the task rate. Targets: CPU share at most 1.5x the floor's and
+ *      at most 1% of one CPU.
+ *   3. Scale: 20,000 threads in 2,000 cgroups (2,000 processes of 10 threads, one per group, in a
+ *      private subtree): `peltd --once 3 --interval 100 --json` with CgroupRoot on the subtree must
+ *      succeed and report them all; its cost is printed.
+ *
+ * Exit 1 when a target is missed, 2 on setup errors. Usage: sample PELTD [--no-scale]
+ */
+#include <dirent.h>
+#include <json-c/json.h>
+#include <pthread.h>
+#include <sys/prctl.h>
+
+#include "../tests/machine-lock.h"
+#include "bench-util.h"
+#include "peltd/config.h"
+#include "peltd/log.h"
+#include "peltd/sampling.h"
+
+#define SLEEPERS 2000
+#define SCALE_GROUPS 2000
+#define SCALE_THREADS_PER_GROUP 10
+
+static char top[64];
+static pid_t *children;
+static size_t n_children;
+
+static void cleanup(void) {
+        for (size_t i = 0; i < n_children; i++)
+                if (children[i] > 0)
+                        kill(children[i], SIGKILL);
+        for (size_t i = 0; i < n_children; i++)
+                if (children[i] > 0)
+                        waitpid(children[i], NULL, 0);
+        n_children = 0;
+        bench_cgroup_remove(top);
+}
+
+static void *sleeper(void *arg) {
+        (void) arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
+/* A process of n sleeping threads (and its main thread) in group; returns once they all exist. */
+static pid_t spawn_sleepers(const char *group, size_t n) {
+        int p[2];
+        pid_t pid;
+        char c;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                bench_die("pipe: %s", strerror(errno));
+        pid = fork();
+        if (pid < 0)
+                bench_die("fork: %s", strerror(errno));
+        if (pid == 0) {
+                pthread_attr_t a;
+
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                bench_cgroup_attach(group, getpid());
+                pthread_attr_init(&a);
+                pthread_attr_setstacksize(&a, 64 * 1024);
+                for (size_t i = 0; i + 1 < n; i++) {
+                        pthread_t t;
+
+                        if (pthread_create(&t, &a, sleeper, NULL) != 0)
+                                _exit(3);
+                }
+                if (write(p[1], "x", 1) != 1)
+                        _exit(3);
+                for (;;)
+                        pause();
+        }
+        close(p[1]);
+        if (read(p[0], &c, 1) != 1)
+                bench_die("a sleeper process failed to start its threads");
+        close(p[0]);
+        children = realloc(children, (n_children + 1) * sizeof *children);
+        children[n_children++] = pid;
+        return pid;
+}
+
+/* ---- the floor: kept-open schedstat fds of every thread, pread in a loop ----------------------- */
+
+typedef struct Floor {
+        int *fds;
+        size_t n;
+} Floor;
+
+static void floor_open(Floor *f) {
+        DIR *d = opendir("/proc");
+        struct dirent *de;
+
+        *f = (Floor){};
+        while ((de = readdir(d))) {
+                char path[300];
+                DIR *td;
+                struct dirent *te;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof path, "/proc/%s/task", de->d_name);
+                td = opendir(path);
+                if (!td)
+                        continue;
+                while ((te = readdir(td))) {
+                        char p2[600];
+                        int fd;
+
+                        if (te->d_name[0] < '1' || te->d_name[0] > '9')
+                                continue;
+                        snprintf(p2, sizeof p2, "/proc/%s/task/%s/schedstat", de->d_name, te->d_name);
+                        fd = open(p2, O_RDONLY | O_CLOEXEC);
+                        if (fd < 0)
+                                continue;
+                        f->fds = realloc(f->fds, (f->n + 1) * sizeof *f->fds);
+                        f->fds[f->n++] = fd;
+                }
+                closedir(td);
+        }
+        closedir(d);
+}
+
+static void floor_round(const Floor *f) {
+        char buf[96];
+
+        for (size_t i = 0; i < f->n; i++)
+                (void) !pread(f->fds[i], buf, sizeof buf, 0);
+}
+
+static void floor_close(Floor *f) {
+        for (size_t i = 0; i < f->n; i++)
+                close(f->fds[i]);
+        free(f->fds);
+}
+
+static uint64_t thread_cpu_ns(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
+}
+
+static void sleep_until(uint64_t deadline) {
+        struct timespec ts = { .tv_sec = (time_t) (deadline / 1000000000ULL), .tv_nsec = (long) (deadline % 1000000000ULL) };
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                ;
+}
+
+/* ---- peltd runs -------------------------------------------------------------------------------- */
+
+typedef struct Run {
+        double cpu_s;
+        long maxrss_kib;
+        unsigned rounds;
+        size_t tasks, groups;
+} Run;
+
+static Run run_peltd(const char *peltd, const char *conf, const char *seconds) {
+        char *argv[] = { (char *) peltd, "--config", (char *) conf, "--once", (char *) seconds, "--interval", "100", "--json", NULL };
+        struct rusage ru;
+        char *out;
+        json_object *root, *v;
+        Run r = {};
+        int status = bench_run(argv, &out, &ru);
+
+        if (status != 0)
+                bench_die("peltd --once %s exited with %d", seconds, status);
+        root = json_tokener_parse(out);
+        if (!root)
+                bench_die("peltd's output is not JSON");
+        r.cpu_s = bench_tv_sec(ru.ru_utime) + bench_tv_sec(ru.ru_stime);
+        r.maxrss_kib = ru.ru_maxrss;
+        if (json_object_object_get_ex(root, "rounds", &v))
+                r.rounds = (unsigned) json_object_get_int(v);
+        if (json_object_object_get_ex(root, "tasks", &v))
+                r.tasks = json_object_array_length(v);
+        if (json_object_object_get_ex(root, "groups", &v))
+                r.groups = json_object_array_length(v);
+        json_object_put(root);
+        free(out);
+        return r;
+}
+
+static size_t count_threads(void) {
+        Floor f;
+        size_t n;
+
+        floor_open(&f);
+        n = f.n;
+        floor_close(&f);
+        return n;
+}
+
+static char *write_conf(const char *cgroup_root) {
+        static char path[64];
+        int fd;
+        FILE *f;
+
+        snprintf(path, sizeof path, "/tmp/peltd-bench-sample-XXXXXX");
+        fd = mkstemp(path);
+        if (fd < 0)
+                bench_die("mkstemp: %s", strerror(errno));
+        f = fdopen(fd, "w");
+        fprintf(f, "[Daemon]\nCgroupRoot=%s\n", cgroup_root);
+        fclose(f);
+        return path;
+}
+
+/* ---- 2: the defaults, in process ------------------------------------------------------------- */
+
+static void defaults(double *ret_peltd_share, double *ret_floor_share, unsigned seconds) {
+        _cleanup_config_ Config *config = NULL;
+        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+        _cleanup_rootdir_ RootDir *proc = NULL;
+        _cleanup_sampling_ Sampling *s = NULL;
+        unsigned capacity[2] = { 1024, 1024 };
+        uint64_t start, cpu0, cpu1, group_ns, task_every;
+        Floor f;
+
+        if (config_new_default(&config) < 0 || cgroup_fs_open_system(&fs) < 0 || rootdir_open("/proc", &proc) < 0)
+                bench_die("setting up libpeltd");
+        group_ns = config->sample_interval_usec * 1000;
+        task_every = config->task_sample_interval_usec / config->sample_interval_usec;
+        if (sampling_new(proc, fs, config,
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .capacity = capacity, .n_capacity = 2 }, &s) < 0)
+                bench_die("sampling_new");
+
+        /* Start-up (opening every fd) is not part of the steady state: one task round first. */
+        start = bench_now_ns();
+        if (sampling_round(s, start, true) < 0)
+                bench_die("sampling_round");
+        cpu0 = thread_cpu_ns();
+        for (uint64_t k = 1; k <= seconds * task_every; k++) {
+                sleep_until(start + k * group_ns);
+                if (sampling_round(s, bench_now_ns(), k % task_every == 0) < 0)
+                        bench_die("sampling_round");
+        }
+        cpu1 = thread_cpu_ns();
+        *ret_peltd_share = (double) (cpu1 - cpu0) / ((double) seconds * 1e9);
+
+        floor_open(&f);
+        start = bench_now_ns();
+        cpu0 = thread_cpu_ns();
+        for (uint64_t k = 1; k <= seconds; k++) {
+                sleep_until(start + k * task_every * group_ns);
+                floor_round(&f);
+        }
+        cpu1 = thread_cpu_ns();
+        floor_close(&f);
+        *ret_floor_share = (double) (cpu1 - cpu0) / ((double) seconds * 1e9);
+}
+
+int main(int argc, char *argv[]) {
+        bool scale = !(argc > 2 && strcmp(argv[2], "--no-scale") == 0);
+        char group[128], *conf;
+        Floor f;
+        size_t threads;
+        uint64_t c0, c1;
+        double floor_ns, peltd_ns, whole_ns, peltd_share, floor_share;
+        Run r2, r6;
+        int failed = 0;
+        struct rlimit rl = { 1 << 20, 1 << 20 };
+
+        if (argc < 2)
+                bench_die("usage: sample PELTD [--no-scale]");
+        machine_lock();
+        (void) setrlimit(RLIMIT_NOFILE, &rl);
+        log_set_max_level(LOG_WARNING);
+        snprintf(top, sizeof top, "/peltd-bench-%d", (int) getpid());
+        atexit(cleanup);
+        signal(SIGINT, exit);
+        signal(SIGTERM, exit);
+
+        bench_cgroup_create(top);
+        snprintf(group, sizeof group, "%s/sleepers", top);
+        bench_cgroup_create(group);
+        spawn_sleepers(group, SLEEPERS);
+        threads = count_threads();
+
+        /* 1. Per thread-sample. The floor runs at peltd's cadence (a round every 100 ms, 40 rounds): caches are as cold for both. */
+        floor_open(&f);
+        floor_round(&f);
+        {
+                uint64_t start = bench_now_ns();
+
+                c0 = thread_cpu_ns();
+                for (uint64_t i = 1; i <= 40; i++) {
+                        sleep_until(start + i * 100 * 1000 * 1000);
+                        floor_round(&f);
+                }
+                c1 = thread_cpu_ns();
+        }
+        floor_ns = (double) (c1 - c0) / (40.0 * (double) f.n);
+        floor_close(&f);
+
+        conf = write_conf(top);
+        r2 = run_peltd(argv[1], conf, "2");
+        r6 = run_peltd(argv[1], conf, "6");
+        peltd_ns = (r6.cpu_s - r2.cpu_s) * 1e9 / ((double) threads * (double) (r6.rounds - r2.rounds));
+        whole_ns = r6.cpu_s * 1e9 / ((double) threads * (double) (r6.rounds + 1));
+
+        printf("sample: %zu threads on the machine (%d sleeping extra)\n\n", threads, SLEEPERS);
+        printf("per thread-sample     floor (pread kept fds)   %7.0f ns   (every 100 ms, as peltd)\n", floor_ns);
+        printf("                      peltd, steady state      %7.0f ns   %.2fx floor (target <= 1.5x)\n", peltd_ns,
+               peltd_ns / floor_ns);
+        printf("                      peltd, whole 6 s run     %7.0f ns   %.2fx floor (start-up and JSON output included)\n", whole_ns,
+               whole_ns / floor_ns);
+        printf("peak RSS              peltd --once 2           %7.1f MiB  (target <= 16 MiB); --once 6: %.1f MiB\n",
+               (double) r2.maxrss_kib / 1024, (double) r6.maxrss_kib / 1024);
+        if (peltd_ns > 1.5 * floor_ns || r2.maxrss_kib > 16 * 1024 || r6.maxrss_kib > 16 * 1024)
+                failed = 1;
+
+        /* 2. Defaults. */
+        defaults(&peltd_share, &floor_share, 10);
+        printf("\ndefaults (groups every 100 ms, tasks every 1000 ms, 10 s)\n");
+        printf("CPU share             floor                    %7.3f%% of one CPU\n", floor_share * 100);
+        printf("                      peltd                    %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
+               peltd_share * 100, peltd_share / floor_share);
+        if (peltd_share > 1.5 * floor_share || peltd_share > 0.01)
+                failed = 1;
+
+        cleanup();
+
+        /* 3. Scale. */
+        if (scale) {
+                uint64_t t0 = bench_now_ns();
+                Run rs;
+
+                bench_cgroup_create(top);
+                for (int i = 0; i < SCALE_GROUPS; i++) {
+                        snprintf(group, sizeof group, "%s/g%04d", top, i);
+                        bench_cgroup_create(group);
+                        spawn_sleepers(group, SCALE_THREADS_PER_GROUP);
+                }
+                threads = count_threads();
+                printf("\nscale: %zu threads, %d groups (set up in %.1f s)\n", threads, SCALE_GROUPS, (double) (bench_now_ns() - t0) / 1e9);
+                rs = run_peltd(argv[1], conf, "3");
+                printf("peltd --once 3 --interval 100: %u rounds, %zu tasks, %zu groups reported, %.2f s CPU (%.1f ms a round, %.0f ns a thread-sample with start-up), peak RSS %.1f MiB\n",
+                       rs.rounds, rs.tasks, rs.groups, rs.cpu_s, rs.cpu_s * 1e3 / (rs.rounds + 1),
+                       rs.cpu_s * 1e9 / ((double) threads * (rs.rounds + 1)), (double) rs.maxrss_kib / 1024);
+                if (rs.tasks < (size_t) SCALE_GROUPS * SCALE_THREADS_PER_GROUP || rs.groups != SCALE_GROUPS) {
+                        printf("scale run did not report every thread and group\n");
+                        failed = 1;
+                }
+                cleanup();
+        }
+        unlink(conf);
+
+        printf("\n%s\n", failed ? "FAIL" : "PASS");
+        return failed;
+}

@@ -1,0 +1,506 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <dirent.h>
+#include <fcntl.h>
+
+#include "peltd/cpumask.h"
+#include "peltd/log.h"
+#include "peltd/parse.h"
+#include "peltd/sample-cgroup.h"
+#include "peltd/time-util.h"
+
+static inline void dir_closep(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+struct CgroupSampler {
+        const CgroupFs *fs;
+        const Config *config;
+        const unsigned *capacity;
+        size_t n_capacity;
+
+        CgroupGroup **groups;        /* sorted by path */
+        size_t n_groups, allocated;
+
+        char **paths;                /* every group of the last walk */
+        size_t n_paths, allocated_paths;
+
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
+};
+
+static uint64_t monotonic_ns(_unused_ void *userdata) {
+        return now_nsec(CLOCK_MONOTONIC);
+}
+
+void cgroup_sampler_set_clock(CgroupSampler *s, uint64_t (*clock)(void *userdata), void *userdata) {
+        s->clock = clock ?: monotonic_ns;
+        s->clock_userdata = userdata;
+}
+
+int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler **ret) {
+        CgroupSampler *s = new0(CgroupSampler, 1);
+
+        if (!s)
+                return -ENOMEM;
+        s->fs = fs;
+        s->config = config;
+        s->clock = monotonic_ns;
+        *ret = s;
+        return 0;
+}
+
+static void close_fd(int *fd) {
+        if (*fd >= 0)
+                close(*fd);
+        *fd = -1;
+}
+
+static void group_free(CgroupGroup *g) {
+        if (!g)
+                return;
+        close_fd(&g->usage_fd);
+        close_fd(&g->percpu_fd);
+        close_fd(&g->stat_fd);
+        close_fd(&g->shares_fd);
+        close_fd(&g->cpus_fd);
+        free(g->percpu_ns);
+        free(g->path);
+        free(g);
+}
+
+static void paths_clear(CgroupSampler *s) {
+        for (size_t i = 0; i < s->n_paths; i++)
+                free(s->paths[i]);
+        s->n_paths = 0;
+}
+
+CgroupSampler *cgroup_sampler_free(CgroupSampler *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_groups; i++)
+                group_free(s->groups[i]);
+        free(s->groups);
+        paths_clear(s);
+        free(s->paths);
+        free(s);
+        return NULL;
+}
+
+void cgroup_sampler_set_capacities(CgroupSampler *s, const unsigned *capacity, size_t n) {
+        s->capacity = capacity;
+        s->n_capacity = n;
+}
+
+static unsigned capacity_of(const CgroupSampler *s, size_t cpu) {
+        return s->capacity && cpu < s->n_capacity && s->capacity[cpu] ? s->capacity[cpu] : 1024;
+}
+
+size_t cgroup_sampler_n_groups(const CgroupSampler *s) {
+        return s->n_groups;
+}
+
+CgroupGroup *cgroup_sampler_group(CgroupSampler *s, size_t i) {
+        return i < s->n_groups ? s->groups[i] : NULL;
+}
+
+const char *cgroup_sampler_path(const CgroupSampler *s, size_t path_index) {
+        return path_index < s->n_paths ? s->paths[path_index] : NULL;
+}
+
+void cgroup_sampler_settle(CgroupSampler *s) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < s->n_groups; i++) {
+                CgroupGroup *g = s->groups[i];
+
+                if (g->state == CGROUP_GROUP_GONE) {
+                        group_free(g);
+                        continue;
+                }
+                if (g->state == CGROUP_GROUP_NEW)
+                        g->state = CGROUP_GROUP_LIVE;
+                s->groups[j++] = g;
+        }
+        s->n_groups = j;
+}
+
+static int open_group_file(const RootDir *r, const char *group, const char *file) {
+        _cleanup_free_ char *p = NULL;
+
+        if (!r)
+                return -ENOENT;
+        p = cgroup_file_path(group, file);
+        if (!p)
+                return -ENOMEM;
+        return rootdir_open_file(r, p, O_RDONLY);
+}
+
+/* A removed cgroup's open files answer ENODEV; its path, ENOENT. */
+static bool gone_errno(int k) {
+        return k == -ENODEV || k == -ENOENT || k == -ESRCH;
+}
+
+/* Reads a kept-open counter file; -EINVAL (garbled) is logged at debug by the caller. */
+static int read_fd(int fd, char *buf, size_t size) {
+        ssize_t n;
+
+        if (fd < 0)
+                return -EBADF; /* the file does not exist for this group: not a sign that it went */
+        n = pread_string(fd, buf, size);
+        return n < 0 ? (int) n : 0;
+}
+
+static int read_u64_fd(int fd, uint64_t *ret) {
+        char buf[64];
+        int k = read_fd(fd, buf, sizeof buf);
+
+        if (k < 0)
+                return k;
+        return safe_atou64(buf, ret) < 0 ? -EINVAL : 0;
+}
+
+/* Reads every counter of g; returns -ENODEV when the group is gone. */
+static int read_group(CgroupSampler *s, CgroupGroup *g) {
+        bool v2 = s->fs->mode == CGROUP_MODE_V2;
+        char buf[4096];
+        uint64_t v;
+        int k;
+
+        g->have_usage = g->have_throttled = g->have_shares = false;
+        g->n_percpu = 0;
+
+        /* The CPUs it may use: for throttling (summed over them) and for their capacity. */
+        if (g->cpus_fd >= 0) {
+                k = read_fd(g->cpus_fd, buf, sizeof buf);
+                if (k >= 0) {
+                        CpuMask m;
+
+                        if (cpumask_parse_list(strstrip_trailing(buf), &m) >= 0 && !cpumask_empty(&m)) {
+                                uint64_t sum = 0;
+
+                                CPUMASK_FOREACH(cpu, &m)
+                                        sum += capacity_of(s, (size_t) cpu);
+                                g->nr_cpus = (unsigned) cpumask_count(&m);
+                                g->capacity = (unsigned) (sum / g->nr_cpus);
+                        } else
+                                log_debug("%s: cpuset does not parse, keeping the last one.", g->path);
+                } else if (gone_errno(k))
+                        return -ENODEV;
+        }
+
+        if (v2) {
+                k = read_fd(g->stat_fd, buf, sizeof buf);
+                g->sample_ns = s->clock(s->clock_userdata);
+                if (gone_errno(k))
+                        return -ENODEV;
+                if (k >= 0) {
+                        if (cgroup_parse_keyed_u64(buf, "usage_usec", &v) >= 0) {
+                                g->usage_ns = v * 1000;
+                                g->have_usage = true;
+                        } else
+                                log_debug("%s: cpu.stat has no usable usage_usec, skipping it this round.", g->path);
+                        if (cgroup_parse_keyed_u64(buf, "throttled_usec", &v) >= 0) {
+                                g->throttled_ns = v * 1000;
+                                g->have_throttled = true;
+                        }
+                        if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
+                                g->nr_throttled = v;
+                }
+                k = read_u64_fd(g->shares_fd, &v);
+                if (gone_errno(k))
+                        return -ENODEV;
+                if (k >= 0 && v >= 1 && v <= 10000) {
+                        g->shares = cgroup_weight_to_shares(v);
+                        g->have_shares = true;
+                }
+                return 0;
+        }
+
+        k = read_u64_fd(g->usage_fd, &v);
+        if (gone_errno(k))
+                return -ENODEV;
+        if (k >= 0) {
+                g->usage_ns = v;
+                g->have_usage = true;
+        } else if (k == -EINVAL)
+                log_debug("%s: cpuacct.usage does not parse, skipping it this round.", g->path);
+
+        k = read_fd(g->percpu_fd, buf, sizeof buf);
+        g->sample_ns = s->clock(s->clock_userdata);
+        if (gone_errno(k))
+                return -ENODEV;
+        if (k >= 0) {
+                uint64_t percpu[512];
+                int n = cgroup_parse_u64_list(buf, percpu, ELEMENTSOF(percpu));
+
+                if (n > 0) {
+                        uint64_t *nv = realloc(g->percpu_ns, (size_t) n * sizeof *nv);
+
+                        if (!nv)
+                                return -ENOMEM;
+                        memcpy(nv, percpu, (size_t) n * sizeof *nv);
+                        g->percpu_ns = nv;
+                        g->n_percpu = (size_t) n;
+                } else
+                        log_debug("%s: cpuacct.usage_percpu does not parse, skipping it this round.", g->path);
+        }
+
+        k = read_fd(g->stat_fd, buf, sizeof buf);
+        if (k >= 0) {
+                if (cgroup_parse_keyed_u64(buf, "throttled_time", &v) >= 0) {
+                        g->throttled_ns = v;
+                        g->have_throttled = true;
+                } else
+                        log_debug("%s: cpu.stat has no usable throttled_time, skipping it this round.", g->path);
+                if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
+                        g->nr_throttled = v;
+        }
+        /* A group missing from the cpu hierarchy is still managed where it exists. */
+
+        k = read_u64_fd(g->shares_fd, &v);
+        if (k >= 0 && v >= 2) {
+                g->shares = v;
+                g->have_shares = true;
+        }
+        return 0;
+}
+
+void cgroup_sampler_read_counters(CgroupSampler *s) {
+        for (size_t i = 0; i < s->n_groups; i++) {
+                CgroupGroup *g = s->groups[i];
+
+                if (g->state != CGROUP_GROUP_LIVE)
+                        continue;
+                if (read_group(s, g) == -ENODEV) {
+                        log_debug("%s: removed, no longer sampled.", g->path);
+                        g->state = CGROUP_GROUP_GONE;
+                }
+        }
+}
+
+static int group_new(CgroupSampler *s, const char *path, CgroupGroup **ret) {
+        CgroupGroup *g = new0(CgroupGroup, 1);
+        bool v2 = s->fs->mode == CGROUP_MODE_V2;
+        int k;
+
+        if (!g)
+                return -ENOMEM;
+        g->usage_fd = g->percpu_fd = g->stat_fd = g->shares_fd = g->cpus_fd = -1;
+        g->state = CGROUP_GROUP_NEW;
+        g->path = strdup(path);
+        if (!g->path) {
+                free(g);
+                return -ENOMEM;
+        }
+
+        /* Each file is optional: a group missing from a hierarchy is sampled where it exists. */
+        if (v2) {
+                g->stat_fd = MAX(open_group_file(s->fs->unified, path, "cpu.stat"), -1);
+                g->shares_fd = MAX(open_group_file(s->fs->unified, path, "cpu.weight"), -1);
+                g->cpus_fd = MAX(open_group_file(s->fs->unified, path, "cpuset.cpus.effective"), -1);
+        } else {
+                g->usage_fd = MAX(open_group_file(s->fs->cpuacct, path, "cpuacct.usage"), -1);
+                g->percpu_fd = MAX(open_group_file(s->fs->cpuacct, path, "cpuacct.usage_percpu"), -1);
+                g->stat_fd = MAX(open_group_file(s->fs->cpu, path, "cpu.stat"), -1);
+                g->shares_fd = MAX(open_group_file(s->fs->cpu, path, "cpu.shares"), -1);
+                k = open_group_file(s->fs->cpuset, path, "cpuset.effective_cpus");
+                if (k < 0)
+                        k = open_group_file(s->fs->cpuset, path, "cpuset.cpus");
+                g->cpus_fd = MAX(k, -1);
+        }
+
+        k = read_group(s, g);
+        if (k < 0) {
+                group_free(g);
+                return k;
+        }
+        *ret = g;
+        return 0;
+}
+
+static int group_cmp(const void *key, const void *elem) {
+        return strcmp(key, (*(CgroupGroup *const *) elem)->path);
+}
+
+static ssize_t group_find(const CgroupSampler *s, const char *path, size_t *ret_insert) {
+        size_t lo = 0, hi = s->n_groups;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = group_cmp(path, &s->groups[mid]);
+
+                if (c == 0)
+                        return (ssize_t) mid;
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        if (ret_insert)
+                *ret_insert = lo;
+        return -1;
+}
+
+/* A selected group: the known one, or a new one with its baseline (NULL when it vanished meanwhile). */
+static int group_get(CgroupSampler *s, const char *path, CgroupGroup **ret) {
+        size_t at = 0;
+        ssize_t i = group_find(s, path, &at);
+        CgroupGroup *g;
+        int k;
+
+        if (i >= 0) {
+                *ret = s->groups[i];
+                return 0;
+        }
+        k = group_new(s, path, &g);
+        if (k == -ENODEV) {
+                *ret = NULL;
+                return 0;
+        }
+        if (k < 0)
+                return k;
+        if (s->n_groups == s->allocated) {
+                size_t na = s->allocated ? s->allocated * 2 : 16;
+                CgroupGroup **ng = realloc(s->groups, na * sizeof *ng);
+
+                if (!ng) {
+                        group_free(g);
+                        return -ENOMEM;
+                }
+                s->groups = ng;
+                s->allocated = na;
+        }
+        memmove(s->groups + at + 1, s->groups + at, (s->n_groups - at) * sizeof *s->groups);
+        s->groups[at] = g;
+        s->n_groups++;
+        *ret = g;
+        return 0;
+}
+
+static int path_add(CgroupSampler *s, const char *path, size_t *ret) {
+        if (s->n_paths == s->allocated_paths) {
+                size_t na = s->allocated_paths ? s->allocated_paths * 2 : 64;
+                char **np = realloc(s->paths, na * sizeof *np);
+
+                if (!np)
+                        return -ENOMEM;
+                s->paths = np;
+                s->allocated_paths = na;
+        }
+        s->paths[s->n_paths] = strdup(path);
+        if (!s->paths[s->n_paths])
+                return -ENOMEM;
+        *ret = s->n_paths++;
+        return 0;
+}
+
+typedef struct Walk {
+        CgroupSampler *s;
+        const RootDir *root;
+        const char *threads_file;
+        cgroup_member_cb cb;
+        void *userdata;
+} Walk;
+
+static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top) {
+        _cleanup_(dir_closep) DIR *d = NULL;
+        _cleanup_free_ char *rel = NULL;
+        struct dirent *de;
+        int k;
+
+        rel = cgroup_file_path(path, "");
+        if (!rel)
+                return -ENOMEM;
+        k = rootdir_opendir(w->root, *rel ? rel : ".", &d);
+        if (k < 0)
+                /* Removed since its parent was read: normal. */
+                return top ? k : 0;
+
+        if (!managed && config_selects_group(w->s->config, path)) {
+                k = group_get(w->s, path, &managed);
+                if (k < 0)
+                        return k;
+                if (!managed)
+                        return 0; /* gone meanwhile */
+                managed->seen = true;
+                managed->nr_tasks = 0;
+        }
+
+        if (w->cb) {
+                _cleanup_free_ char *file = NULL, *content = NULL;
+                _cleanup_free_ pid_t *tids = NULL;
+                _cleanup_close_ int fd = -1;
+                size_t n_tids = 0, idx;
+
+                /* Reopened every time: on v1 a kept tasks fd goes on serving the list it cached. */
+                file = cgroup_file_path(path, w->threads_file);
+                if (!file)
+                        return -ENOMEM;
+                fd = rootdir_open_file(w->root, file, O_RDONLY);
+                if (fd >= 0 && read_full_fd(fd, &content, NULL) >= 0) {
+                        k = cgroup_parse_tids(content, &tids, &n_tids);
+                        if (k == -ENOMEM)
+                                return k;
+                        if (k < 0) {
+                                log_debug("%s: %s does not parse, ignoring it this round.", path, w->threads_file);
+                                n_tids = 0;
+                        }
+                } else if (!top && fd < 0)
+                        return 0; /* removed meanwhile */
+
+                k = path_add(w->s, path, &idx);
+                if (k < 0)
+                        return k;
+                for (size_t i = 0; i < n_tids; i++)
+                        w->cb(tids[i], idx, managed, w->userdata);
+                if (managed)
+                        managed->nr_tasks += n_tids;
+        }
+
+        while ((de = readdir(d))) {
+                _cleanup_free_ char *child = NULL;
+
+                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                        continue;
+                child = cgroup_child_path(path, de->d_name);
+                if (!child)
+                        return -ENOMEM;
+                k = walk_group(w, child, managed, false);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata) {
+        Walk w = {
+                .s = s,
+                .root = cgroup_fs_usage_root(s->fs),
+                .threads_file = cgroup_fs_threads_file(s->fs),
+                .cb = cb,
+                .userdata = userdata,
+        };
+        int k;
+
+        if (!w.root)
+                return -ENOMEDIUM;
+        for (size_t i = 0; i < s->n_groups; i++)
+                s->groups[i]->seen = false;
+        paths_clear(s);
+
+        /* Membership needs the whole hierarchy (every thread's cgroup); the groups only CgroupRoot's subtree. */
+        k = walk_group(&w, cb ? "/" : s->config->cgroup_root, NULL, true);
+        if (k < 0)
+                return k;
+
+        for (size_t i = 0; i < s->n_groups; i++) {
+                CgroupGroup *g = s->groups[i];
+
+                if (!g->seen && g->state != CGROUP_GROUP_GONE) {
+                        log_debug("%s: no longer there (or no longer selected), dropping it.", g->path);
+                        g->state = CGROUP_GROUP_GONE;
+                }
+        }
+        return 0;
+}

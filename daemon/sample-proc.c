@@ -1,0 +1,856 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/cn_proc.h>
+#include <linux/connector.h>
+#include <linux/netlink.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+
+#include "peltd/log.h"
+#include "peltd/parse.h"
+#include "peltd/sample-proc.h"
+#include "peltd/time-util.h"
+
+/* Re-read every thread's stat once in this many rounds: renice and comm changes happen. */
+#define STAT_EVERY_ROUNDS 10
+/* With the proc connector, a rescan catches what it missed; one a minute at the default interval. */
+#define RESCAN_ROUNDS_DEFAULT 60
+/* Descriptors left for everything else (cgroup files, the connector, logging, libraries). */
+#define FD_RESERVE 256
+/* Enough for a burst of forks between two rounds; the kernel doubles it. */
+#define NETLINK_RCVBUF (4 * 1024 * 1024)
+
+static inline void dir_closep(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+
+/* ---- tid -> slot: open addressing, linear probing, backward-shift deletion ------------------- */
+
+typedef struct TidMap {
+        pid_t *keys;                 /* 0: empty */
+        uint32_t *values;
+        size_t mask;                 /* capacity - 1 (a power of two) */
+        size_t n;
+} TidMap;
+
+static size_t tid_hash(pid_t tid, size_t mask) {
+        return ((uint32_t) tid * UINT32_C(2654435761)) & mask;
+}
+
+static int tidmap_resize(TidMap *m, size_t capacity) {
+        pid_t *keys = new0(pid_t, capacity), *old_keys = m->keys;
+        uint32_t *values = new0(uint32_t, capacity), *old_values = m->values;
+        size_t old_cap = m->keys ? m->mask + 1 : 0;
+
+        if (!keys || !values) {
+                free(keys);
+                free(values);
+                return -ENOMEM;
+        }
+        m->keys = keys;
+        m->values = values;
+        m->mask = capacity - 1;
+        for (size_t i = 0; i < old_cap; i++) {
+                size_t h;
+
+                if (!old_keys[i])
+                        continue;
+                for (h = tid_hash(old_keys[i], m->mask); m->keys[h]; h = (h + 1) & m->mask)
+                        ;
+                m->keys[h] = old_keys[i];
+                m->values[h] = old_values[i];
+        }
+        free(old_keys);
+        free(old_values);
+        return 0;
+}
+
+static ssize_t tidmap_get(const TidMap *m, pid_t tid) {
+        if (!m->keys)
+                return -1;
+        for (size_t h = tid_hash(tid, m->mask); m->keys[h]; h = (h + 1) & m->mask)
+                if (m->keys[h] == tid)
+                        return (ssize_t) m->values[h];
+        return -1;
+}
+
+static int tidmap_put(TidMap *m, pid_t tid, uint32_t value) {
+        size_t h;
+
+        if (!m->keys || (m->n + 1) * 2 > m->mask + 1) {
+                int r = tidmap_resize(m, m->keys ? (m->mask + 1) * 2 : 1024);
+                if (r < 0)
+                        return r;
+        }
+        for (h = tid_hash(tid, m->mask); m->keys[h]; h = (h + 1) & m->mask)
+                if (m->keys[h] == tid) {
+                        m->values[h] = value;
+                        return 0;
+                }
+        m->keys[h] = tid;
+        m->values[h] = value;
+        m->n++;
+        return 0;
+}
+
+static void tidmap_remove(TidMap *m, pid_t tid) {
+        size_t h, j;
+
+        if (!m->keys)
+                return;
+        for (h = tid_hash(tid, m->mask); m->keys[h] != tid; h = (h + 1) & m->mask)
+                if (!m->keys[h])
+                        return;
+        /* Shift back the entries of the probe run that follow, so that no lookup stops early. */
+        for (j = (h + 1) & m->mask; m->keys[j]; j = (j + 1) & m->mask) {
+                size_t home = tid_hash(m->keys[j], m->mask);
+
+                if (((j - home) & m->mask) >= ((j - h) & m->mask)) {
+                        m->keys[h] = m->keys[j];
+                        m->values[h] = m->values[j];
+                        h = j;
+                }
+        }
+        m->keys[h] = 0;
+        m->n--;
+}
+
+/* ---- the sampler ------------------------------------------------------------------------------ */
+
+struct ProcSampler {
+        RootDir *proc;
+        ProcThread *slots;
+        size_t n_slots, allocated;
+        uint32_t *free_slots;
+        size_t n_free;
+        TidMap map;
+        size_t n_threads;
+
+        uint64_t round;
+        unsigned rescan_rounds;
+        uint64_t last_rescan_round;
+        uint64_t rescan_gen;
+        uint8_t *seen;               /* per slot: rescan_gen when last seen by a rescan (low byte) */
+        bool need_rescan;
+
+        int netlink_fd;
+        bool netlink_active;
+
+        size_t max_fds, kept_fds, n_fallback;
+        bool warned_fds;
+
+        int stat_fd;                 /* /proc/stat */
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
+};
+
+static uint64_t monotonic_ns(_unused_ void *userdata) {
+        return now_nsec(CLOCK_MONOTONIC);
+}
+
+static bool fd_budget(ProcSampler *s) {
+        return s->kept_fds < s->max_fds;
+}
+
+/*
+ * Raises RLIMIT_NOFILE's soft limit to the hard one, and as root the hard one as far as
+ * fs.nr_open allows: a kept-open schedstat and stat per thread.
+ */
+static size_t raise_nofile(void) {
+        struct rlimit rl;
+        _cleanup_free_ char *s = NULL;
+        uint64_t nr_open = 0;
+        _cleanup_close_ int fd = -1;
+
+        if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+                return 1024;
+
+        fd = open("/proc/sys/fs/nr_open", O_RDONLY | O_CLOEXEC);
+        if (fd >= 0 && read_full_fd(fd, &s, NULL) >= 0)
+                (void) safe_atou64(s, &nr_open);
+        if (nr_open > rl.rlim_max) {
+                struct rlimit want = { .rlim_cur = nr_open, .rlim_max = nr_open };
+
+                if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+                        rl = want;
+        }
+        if (rl.rlim_cur < rl.rlim_max) {
+                struct rlimit want = { .rlim_cur = rl.rlim_max, .rlim_max = rl.rlim_max };
+
+                if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+                        rl = want;
+        }
+        return rl.rlim_cur == RLIM_INFINITY ? SIZE_MAX : (size_t) rl.rlim_cur;
+}
+
+static int netlink_open(void) {
+        _cleanup_close_ int fd = -1;
+        struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = CN_IDX_PROC, .nl_pid = 0 };
+        struct {
+                struct nlmsghdr nl;
+                struct cn_msg cn;
+                enum proc_cn_mcast_op op;
+        } __attribute__((packed)) msg = {
+                .nl = { .nlmsg_len = sizeof msg, .nlmsg_type = NLMSG_DONE, .nlmsg_pid = 0 },
+                .cn = { .id = { .idx = CN_IDX_PROC, .val = CN_VAL_PROC }, .len = sizeof(enum proc_cn_mcast_op) },
+                .op = PROC_CN_MCAST_LISTEN,
+        };
+        int size = NETLINK_RCVBUF;
+
+        fd = socket(PF_NETLINK, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_CONNECTOR);
+        if (fd < 0)
+                return negative_errno();
+        if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &size, sizeof size) < 0)
+                (void) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+        if (bind(fd, (struct sockaddr *) &sa, sizeof sa) < 0)
+                return negative_errno();
+        if (send(fd, &msg, sizeof msg, 0) < 0)
+                return negative_errno();
+        return TAKE_FD(fd);
+}
+
+int proc_sampler_new(RootDir *proc, const ProcSamplerOptions *o, ProcSampler **ret) {
+        _cleanup_proc_sampler_ ProcSampler *s = NULL;
+        size_t limit;
+        int fd;
+
+        s = new0(ProcSampler, 1);
+        if (!s)
+                return -ENOMEM;
+        s->proc = proc;
+        s->netlink_fd = -1;
+        s->stat_fd = -1;
+        s->rescan_rounds = o && o->rescan_rounds ? o->rescan_rounds : RESCAN_ROUNDS_DEFAULT;
+        s->need_rescan = true;
+        s->clock = o && o->clock ? o->clock : monotonic_ns;
+        s->clock_userdata = o ? o->clock_userdata : NULL;
+
+        limit = raise_nofile();
+        s->max_fds = limit > FD_RESERVE ? limit - FD_RESERVE : 0;
+        if (o && o->max_fds)
+                s->max_fds = MIN(s->max_fds, o->max_fds);
+        if (o && o->max_fds == SIZE_MAX)
+                s->max_fds = 0;
+
+        if (o && o->netlink) {
+                fd = netlink_open();
+                if (fd < 0)
+                        log_debug_errno(fd, "Proc connector unavailable, rescanning /proc every round instead: %m");
+                else {
+                        s->netlink_fd = fd;
+                        s->netlink_active = true;
+                }
+        }
+
+        fd = rootdir_open_file(proc, "stat", O_RDONLY);
+        s->stat_fd = fd < 0 ? -1 : fd;
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+static void thread_close(ProcSampler *s, ProcThread *t) {
+        if (t->schedstat_fd >= 0) {
+                close(t->schedstat_fd);
+                s->kept_fds--;
+        }
+        if (t->stat_fd >= 0) {
+                close(t->stat_fd);
+                s->kept_fds--;
+        }
+        t->schedstat_fd = t->stat_fd = -1;
+}
+
+ProcSampler *proc_sampler_free(ProcSampler *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_slots; i++)
+                if (s->slots[i].state != PROC_THREAD_FREE)
+                        thread_close(s, &s->slots[i]);
+        free(s->slots);
+        free(s->free_slots);
+        free(s->seen);
+        free(s->map.keys);
+        free(s->map.values);
+        if (s->netlink_fd >= 0)
+                close(s->netlink_fd);
+        if (s->stat_fd >= 0)
+                close(s->stat_fd);
+        free(s);
+        return NULL;
+}
+
+/* ---- parsers ---------------------------------------------------------------------------------- */
+
+static const char *parse_u64_token(const char *p, uint64_t *ret) {
+        uint64_t v = 0;
+
+        if (*p < '0' || *p > '9')
+                return NULL;
+        for (; *p >= '0' && *p <= '9'; p++) {
+                uint64_t d = (uint64_t) (*p - '0');
+
+                if (v > UINT64_MAX / 10 || (v == UINT64_MAX / 10 && d > UINT64_MAX % 10))
+                        return NULL;
+                v = v * 10 + d;
+        }
+        *ret = v;
+        return p;
+}
+
+int proc_parse_schedstat(const char *s, uint64_t *ret_run, uint64_t *ret_wait, uint64_t *ret_slices) {
+        uint64_t v[3];
+        const char *p = s;
+
+        for (int i = 0; i < 3; i++) {
+                p = parse_u64_token(p, &v[i]);
+                if (!p || (i < 2 && *p++ != ' '))
+                        return -EINVAL;
+        }
+        if (*p != '\n' && *p != 0)
+                return -EINVAL;
+        *ret_run = v[0];
+        *ret_wait = v[1];
+        *ret_slices = v[2];
+        return 0;
+}
+
+int proc_parse_stat(const char *s, char comm[static 16], int *ret_nice, uint64_t *ret_starttime, int *ret_cpu) {
+        const char *open = strchr(s, '('), *close = strrchr(s, ')'), *p;
+        int64_t nice = 0;
+        uint64_t starttime = 0, cpu = 0;
+        size_t len;
+
+        if (!open || !close || close < open)
+                return -EINVAL;
+        /* comm may hold anything, ')' included: it ends at the last ')'. */
+        len = MIN((size_t) (close - open - 1), (size_t) 15);
+        p = close + 1;
+
+        /* Fields from 3 (state) on, separated by single spaces. */
+        for (int field = 3; field <= 39; field++) {
+                if (*p++ != ' ')
+                        return -EINVAL;
+                if (field == 3) {
+                        if (!*p || *p == ' ')
+                                return -EINVAL;
+                        p++;
+                        continue;
+                }
+                if (field == 19) {
+                        bool neg = *p == '-';
+                        uint64_t v;
+
+                        p = parse_u64_token(p + neg, &v);
+                        if (!p || v > 20)
+                                return -EINVAL;
+                        nice = neg ? -(int64_t) v : (int64_t) v;
+                        continue;
+                }
+                {
+                        uint64_t v;
+
+                        /* Some fields are signed (priority, exit codes); only their shape matters here. */
+                        p = parse_u64_token(p + (*p == '-'), &v);
+                        if (!p)
+                                return -EINVAL;
+                        if (field == 22)
+                                starttime = v;
+                        else if (field == 39)
+                                cpu = v;
+                }
+        }
+        if (*p != ' ' && *p != '\n' && *p != 0)
+                return -EINVAL;
+        if (cpu > INT32_MAX)
+                return -EINVAL;
+
+        memcpy(comm, open + 1, len);
+        comm[len] = 0;
+        *ret_nice = (int) nice;
+        *ret_starttime = starttime;
+        *ret_cpu = (int) cpu;
+        return 0;
+}
+
+/* One "cpu..." line's values: user nice system idle iowait irq softirq steal (guest is inside user). */
+static int parse_cpu_line(const char *p, ProcCpuTimes *ret) {
+        uint64_t total = 0, v, steal = 0;
+        int n = 0;
+
+        for (; n < 10; n++) {
+                while (*p == ' ')
+                        p++;
+                if (*p == '\n' || !*p)
+                        break;
+                p = parse_u64_token(p, &v);
+                if (!p)
+                        return -EINVAL;
+                if (n < 8)
+                        total += v;
+                if (n == 7)
+                        steal = v;
+        }
+        if (n < 4)
+                return -EINVAL;
+        *ret = (ProcCpuTimes){ .steal = steal, .total = total };
+        return 0;
+}
+
+int proc_parse_cpu_times(const char *s, ProcCpuTimes *ret, size_t max) {
+        size_t filled = 0;
+
+        if (max == 0)
+                return -EINVAL;
+        memset(ret, 0, max * sizeof *ret);
+        while (*s) {
+                const char *eol = strchrnul(s, '\n'), *p;
+
+                if ((p = startswith(s, "cpu "))) {
+                        if (parse_cpu_line(p, &ret[0]) < 0)
+                                return -EINVAL;
+                        filled = MAX(filled, (size_t) 1);
+                } else if ((p = startswith(s, "cpu"))) {
+                        uint64_t cpu;
+
+                        p = parse_u64_token(p, &cpu);
+                        if (!p || *p != ' ')
+                                return -EINVAL;
+                        if (cpu + 1 < max) {
+                                if (parse_cpu_line(p, &ret[cpu + 1]) < 0)
+                                        return -EINVAL;
+                                filled = MAX(filled, (size_t) cpu + 2);
+                        }
+                }
+                s = *eol ? eol + 1 : eol;
+        }
+        return filled ? (int) filled : -EINVAL;
+}
+
+/* ---- reading ---------------------------------------------------------------------------------- */
+
+static int open_task_file(ProcSampler *s, const ProcThread *t, const char *file) {
+        char path[96];
+
+        snprintf(path, sizeof path, "%d/task/%d/%s", (int) t->pid, (int) t->tid, file);
+        return rootdir_open_file(s->proc, path, O_RDONLY);
+}
+
+/*
+ * Reads a task file through its kept fd, or with open/read/close; ESRCH/ENOENT: the thread is gone.
+ * One pread: procfs generates these small files whole at offset 0, and a second call to see EOF
+ * would cost as much again. A file that fills the buffer is not what it should be (-EINVAL).
+ */
+static ssize_t read_task_file(ProcSampler *s, const ProcThread *t, int fd, const char *file, char *buf, size_t size) {
+        _cleanup_close_ int own = -1;
+        ssize_t n;
+
+        if (fd < 0) {
+                own = open_task_file(s, t, file);
+                if (own < 0)
+                        return own;
+                fd = own;
+        }
+        do
+                n = pread(fd, buf, size - 1, 0);
+        while (n < 0 && errno == EINTR);
+        if (n < 0)
+                return negative_errno();
+        if ((size_t) n >= size - 1)
+                return -EINVAL;
+        buf[n] = 0;
+        return n;
+}
+
+static int read_schedstat(ProcSampler *s, ProcThread *t, uint64_t *run, uint64_t *wait, uint64_t *slices) {
+        char buf[96];
+        ssize_t n = read_task_file(s, t, t->schedstat_fd, "schedstat", buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        return proc_parse_schedstat(buf, run, wait, slices);
+}
+
+static int read_stat(ProcSampler *s, ProcThread *t, char comm[static 16], int *nice, uint64_t *starttime, int *cpu) {
+        char buf[1024];
+        ssize_t n = read_task_file(s, t, t->stat_fd, "stat", buf, sizeof buf);
+
+        if (n < 0)
+                return (int) n;
+        return proc_parse_stat(buf, comm, nice, starttime, cpu);
+}
+
+static void mark_gone(ProcSampler *s, ProcThread *t) {
+        if (t->state != PROC_THREAD_NEW && t->state != PROC_THREAD_LIVE)
+                return;
+        thread_close(s, t);
+        tidmap_remove(&s->map, t->tid);
+        t->state = PROC_THREAD_GONE;
+        s->n_threads--;
+}
+
+static int alloc_slot(ProcSampler *s, uint32_t *ret) {
+        if (s->n_free > 0) {
+                *ret = s->free_slots[--s->n_free];
+                return 0;
+        }
+        if (s->n_slots == s->allocated) {
+                size_t na = s->allocated ? s->allocated * 2 : 256;
+                ProcThread *ns = realloc(s->slots, na * sizeof *ns);
+                uint8_t *seen;
+                uint32_t *fs;
+
+                if (!ns)
+                        return -ENOMEM;
+                s->slots = ns;
+                seen = realloc(s->seen, na);
+                if (!seen)
+                        return -ENOMEM;
+                s->seen = seen;
+                fs = realloc(s->free_slots, na * sizeof *fs);
+                if (!fs)
+                        return -ENOMEM;
+                s->free_slots = fs;
+                s->allocated = na;
+        }
+        *ret = (uint32_t) s->n_slots++;
+        return 0;
+}
+
+static int keep_open(ProcSampler *s, ProcThread *t, const char *file, int *fd) {
+        int k;
+
+        *fd = -1;
+        if (!fd_budget(s))
+                return 0;
+        k = open_task_file(s, t, file);
+        if (k == -EMFILE || k == -ENFILE) {
+                /* Whatever the limit said, the process or the system is out: stop keeping more. */
+                s->max_fds = s->kept_fds;
+                return 0;
+        }
+        if (k < 0)
+                return k;
+        *fd = k;
+        s->kept_fds++;
+        return 0;
+}
+
+/*
+ * A thread seen for the first time: open its files and read its baseline. Returns 0 (added, or it
+ * was gone before it could be read) or -ENOMEM.
+ */
+static int discover(ProcSampler *s, pid_t pid, pid_t tid) {
+        ProcThread *t;
+        ssize_t existing = tidmap_get(&s->map, tid);
+        uint32_t slot;
+        int k;
+
+        if (existing >= 0) {
+                ProcThread *o = &s->slots[existing];
+
+                if (o->pid == pid) {
+                        s->seen[existing] = (uint8_t) s->rescan_gen;
+                        return 0;
+                }
+                /* The TID names a thread of another process now: the old one is gone. */
+                mark_gone(s, o);
+        }
+
+        k = alloc_slot(s, &slot);
+        if (k < 0)
+                return k;
+        t = &s->slots[slot];
+        *t = (ProcThread){
+                .pid = pid,
+                .tid = tid,
+                .state = PROC_THREAD_NEW,
+                .schedstat_fd = -1,
+                .stat_fd = -1,
+                .stat_slot = (uint8_t) ((uint32_t) tid % STAT_EVERY_ROUNDS),
+        };
+
+        if ((k = keep_open(s, t, "schedstat", &t->schedstat_fd)) < 0 || (k = keep_open(s, t, "stat", &t->stat_fd)) < 0 ||
+            (k = read_schedstat(s, t, &t->run_ns, &t->wait_ns, &t->slices)) < 0 || !(t->sample_ns = s->clock(s->clock_userdata)) ||
+            (k = read_stat(s, t, t->comm, &t->nice, &t->starttime, &t->cpu)) < 0) {
+                /* Gone between readdir and open (or unreadable): it never was. */
+                log_debug_errno(k, "Thread %d of %d vanished before its first sample, ignoring: %m", (int) tid, (int) pid);
+                thread_close(s, t);
+                t->state = PROC_THREAD_FREE;
+                s->free_slots[s->n_free++] = slot;
+                return 0;
+        }
+
+        if (t->schedstat_fd < 0 || t->stat_fd < 0) {
+                s->n_fallback++;
+                if (!s->warned_fds) {
+                        log_warning("Out of file descriptors after %zu: reading the threads found from now on with open/read/close.",
+                                    s->kept_fds);
+                        s->warned_fds = true;
+                }
+        }
+
+        k = tidmap_put(&s->map, tid, slot);
+        if (k < 0) {
+                thread_close(s, t);
+                t->state = PROC_THREAD_FREE;
+                s->free_slots[s->n_free++] = slot;
+                return k;
+        }
+        s->seen[slot] = (uint8_t) s->rescan_gen;
+        s->n_threads++;
+        return 0;
+}
+
+static int parse_pid(const char *name, pid_t *ret) {
+        int v;
+
+        if (name[0] < '1' || name[0] > '9' || safe_atoi(name, &v) < 0 || v <= 0)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static int rescan(ProcSampler *s) {
+        _cleanup_(dir_closep) DIR *d = NULL;
+        struct dirent *de;
+        int k;
+
+        k = rootdir_opendir(s->proc, ".", &d);
+        if (k < 0)
+                return k;
+        s->rescan_gen++;
+
+        while ((de = readdir(d))) {
+                _cleanup_(dir_closep) DIR *td = NULL;
+                struct dirent *te;
+                char path[64];
+                pid_t pid, tid;
+
+                if (parse_pid(de->d_name, &pid) < 0)
+                        continue;
+                snprintf(path, sizeof path, "%d/task", (int) pid);
+                if (rootdir_opendir(s->proc, path, &td) < 0)
+                        continue; /* exited since */
+                while ((te = readdir(td))) {
+                        if (parse_pid(te->d_name, &tid) < 0)
+                                continue;
+                        k = discover(s, pid, tid);
+                        if (k < 0)
+                                return k;
+                }
+        }
+
+        /*
+         * Threads the scan did not see: gone, unless they appeared after their directory was read
+         * (found through the connector meanwhile). A kept fd would say ESRCH next round anyway;
+         * this settles it for threads read with open/read/close and for fixture trees.
+         */
+        for (size_t i = 0; i < s->n_slots; i++) {
+                ProcThread *t = &s->slots[i];
+                char path[64];
+
+                if ((t->state != PROC_THREAD_NEW && t->state != PROC_THREAD_LIVE) || s->seen[i] == (uint8_t) s->rescan_gen)
+                        continue;
+                snprintf(path, sizeof path, "%d/task/%d", (int) t->pid, (int) t->tid);
+                if (!rootdir_exists(s->proc, path))
+                        mark_gone(s, t);
+        }
+
+        s->last_rescan_round = s->round;
+        s->need_rescan = false;
+        return 0;
+}
+
+/* Drains the proc connector. Returns 0, or -ENOBUFS when events were lost (rescan). */
+static int netlink_drain(ProcSampler *s) {
+        char buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+        int r = 0;
+
+        for (;;) {
+                ssize_t n = recv(s->netlink_fd, buf, sizeof buf, 0);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        if (errno == EAGAIN)
+                                return r;
+                        if (errno == ENOBUFS) {
+                                r = -ENOBUFS;
+                                continue;
+                        }
+                        return negative_errno();
+                }
+                for (struct nlmsghdr *h = (struct nlmsghdr *) buf; NLMSG_OK(h, (size_t) n); h = NLMSG_NEXT(h, n)) {
+                        struct cn_msg *cn = NLMSG_DATA(h);
+                        struct proc_event event = {}, *ev = &event;
+
+                        if (h->nlmsg_type == NLMSG_ERROR || h->nlmsg_type == NLMSG_NOOP)
+                                continue;
+                        if (cn->id.idx != CN_IDX_PROC || cn->id.val != CN_VAL_PROC || cn->len < sizeof(*ev) - sizeof(ev->event_data))
+                                continue;
+                        /* The event sits 4 bytes past an 8-byte boundary in the message: copy it out. */
+                        memcpy(&event, cn->data, MIN((size_t) cn->len, sizeof event));
+                        switch (ev->what) {
+                        case PROC_EVENT_FORK: {
+                                int k = discover(s, ev->event_data.fork.child_tgid, ev->event_data.fork.child_pid);
+                                if (k < 0)
+                                        return k;
+                                break;
+                        }
+                        case PROC_EVENT_EXIT: {
+                                ssize_t i = tidmap_get(&s->map, ev->event_data.exit.process_pid);
+                                if (i >= 0)
+                                        mark_gone(s, &s->slots[i]);
+                                break;
+                        }
+                        case PROC_EVENT_EXEC:
+                        case PROC_EVENT_COMM: {
+                                /* comm changed: read stat again. */
+                                ssize_t i = tidmap_get(&s->map, ev->event_data.exec.process_pid);
+                                if (i >= 0) {
+                                        ProcThread *t = &s->slots[i];
+                                        uint64_t st;
+
+                                        if (read_stat(s, t, t->comm, &t->nice, &st, &t->cpu) < 0)
+                                                mark_gone(s, t);
+                                }
+                                break;
+                        }
+                        default:
+                                break;
+                        }
+                }
+        }
+}
+
+static void sample_thread(ProcSampler *s, ProcThread *t) {
+        uint64_t run, wait, slices, starttime, sample_ns;
+        char comm[16];
+        int nice, cpu, k;
+
+        k = read_schedstat(s, t, &run, &wait, &slices);
+        sample_ns = s->clock(s->clock_userdata);
+        if (k < 0) {
+                /* ESRCH: exited (a kept fd never follows a reused TID); ENOENT: gone; garbled: skip it. */
+                if (k == -EINVAL)
+                        log_debug("Thread %d: schedstat does not parse, skipping this round.", (int) t->tid);
+                else
+                        mark_gone(s, t);
+                t->moved = false;
+                return;
+        }
+        if (t->schedstat_fd < 0 && (run < t->run_ns || slices < t->slices)) {
+                /* Read by path: counters going backwards mean the TID names a new thread. */
+                mark_gone(s, t);
+                return;
+        }
+
+        t->moved = run != t->run_ns || wait != t->wait_ns || slices != t->slices;
+        t->sample_ns = sample_ns;
+        t->run_ns = run;
+        t->wait_ns = wait;
+        t->slices = slices;
+
+        if (!t->moved && s->round % STAT_EVERY_ROUNDS != t->stat_slot)
+                return;
+        k = read_stat(s, t, comm, &nice, &starttime, &cpu);
+        if (k == -EINVAL) {
+                log_debug("Thread %d: stat does not parse, keeping its last values.", (int) t->tid);
+                return;
+        }
+        if (k < 0 || starttime != t->starttime) {
+                mark_gone(s, t);
+                return;
+        }
+        memcpy(t->comm, comm, sizeof comm);
+        t->nice = nice;
+        t->cpu = cpu;
+}
+
+int proc_sampler_round(ProcSampler *s) {
+        int k;
+
+        /* Last round's outcome is settled: NEW becomes LIVE, GONE slots are freed. */
+        for (size_t i = 0; i < s->n_slots; i++) {
+                ProcThread *t = &s->slots[i];
+
+                if (t->state == PROC_THREAD_NEW)
+                        t->state = PROC_THREAD_LIVE;
+                else if (t->state == PROC_THREAD_GONE) {
+                        t->state = PROC_THREAD_FREE;
+                        s->free_slots[s->n_free++] = (uint32_t) i;
+                }
+        }
+        s->round++;
+
+        for (size_t i = 0; i < s->n_slots; i++)
+                if (s->slots[i].state == PROC_THREAD_LIVE)
+                        sample_thread(s, &s->slots[i]);
+
+        if (s->netlink_active) {
+                k = netlink_drain(s);
+                if (k == -ENOBUFS) {
+                        log_debug("Proc connector overflowed, rescanning /proc.");
+                        s->need_rescan = true;
+                } else if (k < 0) {
+                        log_debug_errno(k, "Proc connector failed, rescanning /proc every round from now on: %m");
+                        close(s->netlink_fd);
+                        s->netlink_fd = -1;
+                        s->netlink_active = false;
+                }
+        }
+
+        if (s->need_rescan || !s->netlink_active || s->round - s->last_rescan_round >= s->rescan_rounds) {
+                k = rescan(s);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+size_t proc_sampler_n_slots(const ProcSampler *s) {
+        return s->n_slots;
+}
+
+ProcThread *proc_sampler_slot(ProcSampler *s, size_t i) {
+        return i < s->n_slots ? &s->slots[i] : NULL;
+}
+
+ssize_t proc_sampler_find(const ProcSampler *s, pid_t tid) {
+        return tidmap_get(&s->map, tid);
+}
+
+size_t proc_sampler_n_threads(const ProcSampler *s) {
+        return s->n_threads;
+}
+
+bool proc_sampler_netlink_active(const ProcSampler *s) {
+        return s->netlink_active;
+}
+
+size_t proc_sampler_n_kept_fds(const ProcSampler *s) {
+        return s->kept_fds;
+}
+
+size_t proc_sampler_n_fallback(const ProcSampler *s) {
+        return s->n_fallback;
+}
+
+int proc_sampler_cpu_times(ProcSampler *s, ProcCpuTimes *ret, size_t max) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 4096 + max * 128;
+        ssize_t n;
+
+        if (s->stat_fd < 0)
+                return -ENOENT;
+        buf = malloc(size);
+        if (!buf)
+                return -ENOMEM;
+        n = pread_string(s->stat_fd, buf, size);
+        if (n < 0)
+                return (int) n;
+        return proc_parse_cpu_times(buf, ret, max);
+}

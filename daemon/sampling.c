@@ -1,0 +1,480 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include "peltd/log.h"
+#include "peltd/sampling.h"
+
+/* What tracking keeps for a managed group. */
+typedef struct GroupData {
+        TrackGroup tg;
+        uint64_t *last_percpu_ns;    /* usage_percpu as of the last round */
+        size_t n_last_percpu;
+        uint64_t usage_eff_ns;       /* capacity-invariant, steal-free usage, accumulated */
+        uint64_t last_throttled_ns;
+        uint64_t throttled_growth_ns;
+        bool have_throttled;
+        bool gone;
+} GroupData;
+
+/* What tracking keeps for a thread, parallel to the proc sampler's slots. */
+typedef struct ThreadData {
+        TrackThread tt;
+        bool tracked;
+        uint32_t member_gen;         /* the walk that last listed it */
+        uint32_t path_index;
+        CgroupGroup *member;         /* its managed group in that walk, NULL: none */
+} ThreadData;
+
+struct Sampling {
+        const Config *config;
+        const CgroupFs *fs;
+        SamplingOptions opts;
+        ProcSampler *procs;
+        CgroupSampler *groups;
+
+        ThreadData *threads;
+        size_t n_threads_allocated;
+        TrackGroup catchall;         /* threads outside every managed group */
+
+        uint64_t last_now_ns;
+        ProcCpuTimes *times, *last_times;   /* [0]: the machine, [1 + N]: CPU N */
+        size_t n_times;
+        bool have_cpu_times;
+        uint64_t steal_frac;                /* the machine's, last round */
+        uint64_t *cpu_steal_frac;           /* per CPU, last round */
+        size_t n_cpus;
+        bool started;
+        unsigned rounds;
+        uint32_t walk_gen;
+
+        SampledThread *out_threads;
+        SampledGroup *out_groups;
+};
+
+static void group_data_free(GroupData *d) {
+        if (!d)
+                return;
+        free(d->last_percpu_ns);
+        free(d);
+}
+
+int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const SamplingOptions *o, Sampling **ret) {
+        _cleanup_sampling_ Sampling *s = NULL;
+        int r;
+
+        s = new0(Sampling, 1);
+        if (!s)
+                return -ENOMEM;
+        s->config = config;
+        s->fs = fs;
+        s->opts = *o;
+        track_group_init(&s->catchall, 0);
+
+        /* /proc/stat (steal) is read either way; threads only with task tracking. */
+        {
+                ProcSamplerOptions po = {
+                        .netlink = o->task_tracking && o->netlink,
+                        .rescan_rounds = o->rescan_rounds,
+                        .max_fds = o->max_fds,
+                        .clock = o->clock,
+                        .clock_userdata = o->clock_userdata,
+                };
+
+                r = proc_sampler_new(proc, &po, &s->procs);
+                if (r < 0)
+                        return r;
+        }
+        s->n_cpus = MAX(o->n_capacity, (size_t) 1);
+        s->n_times = s->n_cpus + 1;
+        s->times = new0(ProcCpuTimes, s->n_times);
+        s->last_times = new0(ProcCpuTimes, s->n_times);
+        s->cpu_steal_frac = new0(uint64_t, s->n_cpus);
+        if (!s->times || !s->last_times || !s->cpu_steal_frac)
+                return -ENOMEM;
+        r = cgroup_sampler_new(fs, config, &s->groups);
+        if (r < 0)
+                return r;
+        cgroup_sampler_set_capacities(s->groups, o->capacity, o->n_capacity);
+        cgroup_sampler_set_clock(s->groups, o->clock, o->clock_userdata);
+
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+Sampling *sampling_free(Sampling *s) {
+        if (!s)
+                return NULL;
+        if (s->groups)
+                for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++)
+                        group_data_free(cgroup_sampler_group(s->groups, i)->userdata);
+        free(s->times);
+        free(s->last_times);
+        free(s->cpu_steal_frac);
+        cgroup_sampler_free(s->groups);
+        proc_sampler_free(s->procs);
+        free(s->threads);
+        free(s->out_threads);
+        free(s->out_groups);
+        free(s);
+        return NULL;
+}
+
+ProcSampler *sampling_proc_sampler(Sampling *s) {
+        return s->procs;
+}
+
+unsigned sampling_rounds(const Sampling *s) {
+        return s->rounds;
+}
+
+static unsigned capacity_of(const Sampling *s, int cpu) {
+        if (cpu >= 0 && s->opts.capacity && (size_t) cpu < s->opts.n_capacity && s->opts.capacity[cpu])
+                return s->opts.capacity[cpu];
+        return TRACK_CAPACITY_SCALE;
+}
+
+static uint64_t steal_of(const Sampling *s, int cpu) {
+        return cpu >= 0 && (size_t) cpu < s->n_cpus && s->have_cpu_times ? s->cpu_steal_frac[cpu] : s->steal_frac;
+}
+
+/*
+ * Adds this round's per-CPU usage to the group's capacity-invariant, steal-free usage: each CPU's
+ * time counts capacity/1024 and is a share of the time that CPU was not stolen. Returns false
+ * when the split is unknown, or a counter went backwards (a recreated group: skip the round).
+ */
+static bool accumulate_percpu(const Sampling *s, GroupData *d, const CgroupGroup *g) {
+        bool ok = true;
+
+        if (g->n_percpu == 0) {
+                d->n_last_percpu = 0;
+                return false;
+        }
+        if (d->n_last_percpu == g->n_percpu) {
+                for (size_t cpu = 0; cpu < g->n_percpu; cpu++) {
+                        uint64_t delta, steal = steal_of(s, (int) cpu);
+
+                        if (g->percpu_ns[cpu] < d->last_percpu_ns[cpu]) {
+                                ok = false;
+                                continue;
+                        }
+                        delta = g->percpu_ns[cpu] - d->last_percpu_ns[cpu];
+                        delta = (uint64_t) ((unsigned __int128) delta * capacity_of(s, (int) cpu) / TRACK_CAPACITY_SCALE);
+                        if (steal < PELT_FRAC_ONE)
+                                delta = (uint64_t) (((unsigned __int128) delta << PELT_FRAC_SHIFT) / (PELT_FRAC_ONE - steal));
+                        d->usage_eff_ns += delta;
+                }
+        } else {
+                uint64_t *v = realloc(d->last_percpu_ns, g->n_percpu * sizeof *v);
+
+                if (!v)
+                        return false;
+                d->last_percpu_ns = v;
+        }
+        memcpy(d->last_percpu_ns, g->percpu_ns, g->n_percpu * sizeof *g->percpu_ns);
+        d->n_last_percpu = g->n_percpu;
+        return ok;
+}
+
+static TrackGroupSample group_sample(const Sampling *s, GroupData *d, const CgroupGroup *g) {
+        bool scaled = accumulate_percpu(s, d, g);
+
+        return (TrackGroupSample){
+                .have_usage = g->have_usage && (scaled || g->n_percpu == 0),
+                .usage_ns = g->usage_ns,
+                .have_usage_scaled = scaled,
+                .usage_scaled_ns = d->usage_eff_ns,
+                .capacity = g->capacity,
+                .have_throttled = g->have_throttled,
+                .throttled_ns = g->throttled_ns,
+                .nr_cpus = g->nr_cpus,
+                .have_shares = g->have_shares,
+                .shares = g->shares,
+                .time_ns = g->sample_ns,
+        };
+}
+
+static void note_throttled(GroupData *d, const CgroupGroup *g) {
+        if (!g->have_throttled) {
+                d->have_throttled = false;
+                return;
+        }
+        /* A counter that went backwards (a recreated group) starts a new baseline. */
+        if (d->have_throttled && g->throttled_ns >= d->last_throttled_ns)
+                d->throttled_growth_ns += g->throttled_ns - d->last_throttled_ns;
+        d->last_throttled_ns = g->throttled_ns;
+        d->have_throttled = true;
+}
+
+static int thread_slots(Sampling *s) {
+        size_t n = proc_sampler_n_slots(s->procs);
+
+        if (n > s->n_threads_allocated) {
+                size_t na = MAX(n, s->n_threads_allocated * 2);
+                ThreadData *t = realloc(s->threads, na * sizeof *t);
+
+                if (!t)
+                        return -ENOMEM;
+                memset(t + s->n_threads_allocated, 0, (na - s->n_threads_allocated) * sizeof *t);
+                s->threads = t;
+                s->n_threads_allocated = na;
+        }
+        return 0;
+}
+
+static void member_cb(pid_t tid, size_t path_index, CgroupGroup *group, void *userdata) {
+        Sampling *s = userdata;
+        ssize_t i = proc_sampler_find(s->procs, tid);
+
+        /* Not known yet (found after the thread scan): it is picked up next round. */
+        if (i < 0 || (size_t) i >= s->n_threads_allocated)
+                return;
+        s->threads[i].member_gen = s->walk_gen;
+        s->threads[i].path_index = (uint32_t) path_index;
+        s->threads[i].member = group;
+}
+
+static TrackGroup *target_group(Sampling *s, const ThreadData *d) {
+        GroupData *gd;
+
+        /* Not listed by this walk (its group vanished mid-walk): it stays where it was. */
+        if (d->member_gen != s->walk_gen)
+                return d->tt.group ?: &s->catchall;
+        if (!d->member || d->member->state == CGROUP_GROUP_GONE || !d->member->userdata)
+                return &s->catchall;
+        gd = d->member->userdata;
+        return &gd->tg;
+}
+
+/* New managed groups get their tracking; their counters as read when found are the baseline. */
+static int groups_found(Sampling *s) {
+        for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++) {
+                CgroupGroup *g = cgroup_sampler_group(s->groups, i);
+                TrackGroupSample gs;
+                GroupData *d;
+
+                if (g->state != CGROUP_GROUP_NEW || g->userdata)
+                        continue;
+                d = new0(GroupData, 1);
+                if (!d)
+                        return -ENOMEM;
+                track_group_init(&d->tg, s->catchall.clock_ns);
+                gs = group_sample(s, d, g);
+                (void) track_group_advance(&d->tg, 0, 0, &gs);
+                note_throttled(d, g);
+                g->userdata = d;
+        }
+        return 0;
+}
+
+/* Groups that vanished: threads still counted there leave (carrying their load), then the group goes. */
+static void groups_lost(Sampling *s) {
+        bool any = false;
+
+        for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++) {
+                CgroupGroup *g = cgroup_sampler_group(s->groups, i);
+
+                if (g->state == CGROUP_GROUP_GONE && g->userdata) {
+                        ((GroupData *) g->userdata)->gone = true;
+                        any = true;
+                }
+        }
+        if (!any)
+                return;
+
+        if (s->opts.task_tracking)
+                for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++) {
+                        ThreadData *d = &s->threads[i];
+
+                        if (d->tracked && d->tt.group && d->tt.group != &s->catchall &&
+                            ((GroupData *) ((char *) d->tt.group - offsetof(GroupData, tg)))->gone)
+                                track_thread_move(&d->tt, &s->catchall);
+                }
+
+        for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++) {
+                CgroupGroup *g = cgroup_sampler_group(s->groups, i);
+
+                if (g->state == CGROUP_GROUP_GONE && g->userdata) {
+                        group_data_free(g->userdata);
+                        g->userdata = NULL;
+                }
+        }
+}
+
+static void threads_update(Sampling *s) {
+        for (size_t i = 0; i < proc_sampler_n_slots(s->procs); i++) {
+                ProcThread *p = proc_sampler_slot(s->procs, i);
+                ThreadData *d = &s->threads[i];
+                TrackThreadSample ts;
+                TrackGroup *to;
+
+                switch (p->state) {
+                case PROC_THREAD_FREE:
+                        continue;
+                case PROC_THREAD_GONE:
+                        if (d->tracked)
+                                track_thread_exit(&d->tt); /* 004: its load leaves with it */
+                        d->tracked = false;
+                        continue;
+                case PROC_THREAD_NEW:
+                case PROC_THREAD_LIVE:
+                        break;
+                }
+
+                ts = (TrackThreadSample){
+                        .run_ns = p->run_ns,
+                        .wait_ns = p->wait_ns,
+                        .slices = p->slices,
+                        .nice = p->nice,
+                        .capacity = capacity_of(s, p->cpu),
+                        .steal_frac = steal_of(s, p->cpu),
+                        .time_ns = p->sample_ns,
+                };
+                to = target_group(s, d);
+
+                if (p->state == PROC_THREAD_NEW || !d->tracked) {
+                        /* A slot may be reused within a round: whatever was there has exited. */
+                        if (d->tracked)
+                                track_thread_exit(&d->tt);
+                        track_thread_init(&d->tt, to, &ts);
+                        d->tracked = true;
+                        continue;
+                }
+                if (d->tt.group != to)
+                        track_thread_move(&d->tt, to);
+                if (track_thread_update(&d->tt, &ts) > 0)
+                        log_debug("Thread %d: counters went backwards, new baseline.", (int) p->tid);
+        }
+}
+
+int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
+        uint64_t interval = 0;
+        TrackGroupSample none = {};
+        int r;
+
+        if (s->started) {
+                if (now_ns > s->last_now_ns)
+                        interval = now_ns - s->last_now_ns;
+                s->rounds++;
+        }
+        s->last_now_ns = now_ns;
+
+        /* Steal shares of the interval, the machine's and each CPU's: invisible to the kernel's PELT clock. */
+        s->steal_frac = 0;
+        memset(s->cpu_steal_frac, 0, s->n_cpus * sizeof *s->cpu_steal_frac);
+        if (proc_sampler_cpu_times(s->procs, s->times, s->n_times) >= 0) {
+                if (s->have_cpu_times)
+                        for (size_t i = 0; i < s->n_times; i++) {
+                                const ProcCpuTimes *a = &s->last_times[i], *b = &s->times[i];
+                                uint64_t f = 0;
+
+                                if (b->steal >= a->steal && b->total >= a->total)
+                                        f = track_steal_frac(b->steal - a->steal, b->total - a->total);
+                                if (i == 0)
+                                        s->steal_frac = f;
+                                else
+                                        s->cpu_steal_frac[i - 1] = f;
+                        }
+                memcpy(s->last_times, s->times, s->n_times * sizeof *s->times);
+                s->have_cpu_times = true;
+        }
+
+        /* Group round. */
+        cgroup_sampler_settle(s->groups);
+        cgroup_sampler_read_counters(s->groups);
+        (void) track_group_advance(&s->catchall, interval, s->steal_frac, &none);
+        for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++) {
+                CgroupGroup *g = cgroup_sampler_group(s->groups, i);
+                GroupData *d = g->userdata;
+                TrackGroupSample gs;
+
+                if (g->state != CGROUP_GROUP_LIVE || !d)
+                        continue;
+                gs = group_sample(s, d, g);
+                if (track_group_advance(&d->tg, interval, s->steal_frac, &gs) > 0)
+                        log_debug("%s: counters went backwards (recreated?), new baseline.", g->path);
+                note_throttled(d, g);
+        }
+
+        if (!s->started || task_round) {
+                if (s->opts.task_tracking) {
+                        r = proc_sampler_round(s->procs);
+                        if (r < 0)
+                                return r;
+                        r = thread_slots(s);
+                        if (r < 0)
+                                return r;
+                }
+                s->walk_gen++;
+                r = cgroup_sampler_walk(s->groups, s->opts.task_tracking ? member_cb : NULL, s);
+                if (r < 0)
+                        return r;
+                r = groups_found(s);
+                if (r < 0)
+                        return r;
+                if (s->opts.task_tracking)
+                        threads_update(s);
+        }
+        groups_lost(s);
+
+        s->started = true;
+        return 0;
+}
+
+size_t sampling_threads(Sampling *s, SampledThread **ret) {
+        size_t n = 0;
+
+        *ret = NULL;
+        if (!s->opts.task_tracking)
+                return 0;
+        free(s->out_threads);
+        s->out_threads = new0(SampledThread, MAX(proc_sampler_n_slots(s->procs), (size_t) 1));
+        if (!s->out_threads)
+                return 0;
+
+        for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++) {
+                ProcThread *p = proc_sampler_slot(s->procs, i);
+                ThreadData *d = &s->threads[i];
+                const char *cg;
+
+                /* Tracked from the round after it appeared. */
+                if (p->state != PROC_THREAD_LIVE || !d->tracked)
+                        continue;
+                cg = d->member_gen == s->walk_gen ? cgroup_sampler_path(s->groups, d->path_index) : NULL;
+                s->out_threads[n++] = (SampledThread){
+                        .pid = p->pid,
+                        .tid = p->tid,
+                        .comm = p->comm,
+                        .cgroup = cg ?: "",
+                        .nice = p->nice,
+                        .v = track_thread_values(&d->tt),
+                        .avg_slice_ns = d->tt.avg_slice_ns,
+                };
+        }
+        *ret = s->out_threads;
+        return n;
+}
+
+size_t sampling_groups(Sampling *s, SampledGroup **ret) {
+        size_t n = 0;
+
+        *ret = NULL;
+        free(s->out_groups);
+        s->out_groups = new0(SampledGroup, MAX(cgroup_sampler_n_groups(s->groups), (size_t) 1));
+        if (!s->out_groups)
+                return 0;
+
+        for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++) {
+                CgroupGroup *g = cgroup_sampler_group(s->groups, i);
+                GroupData *d = g->userdata;
+
+                if (g->state == CGROUP_GROUP_GONE || !d)
+                        continue;
+                s->out_groups[n++] = (SampledGroup){
+                        .path = g->path,
+                        .v = track_group_values(&d->tg, s->opts.task_tracking),
+                        .nr_tasks = g->nr_tasks,
+                        .shares = d->tg.shares,
+                        .throttled_ns = d->throttled_growth_ns,
+                };
+        }
+        *ret = s->out_groups;
+        return n;
+}

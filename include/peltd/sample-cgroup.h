@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "peltd/cgroup-util.h"
+#include "peltd/config.h"
+
+/*
+ * Sampling the managed cgroups (DESIGN.md, "Data flow", item 1, and "cgroups").
+ *
+ *   - counters, kept open and read again with pread every group round: v1 cpuacct.usage and
+ *     cpuacct.usage_percpu (ns), cpu.stat (nr_throttled, throttled_time ns), cpu.shares; v2
+ *     cpu.stat (usage_usec, throttled_usec), cpu.weight (converted to shares); the group's CPUs
+ *     (cpuset.effective_cpus / cpuset.cpus.effective) for throttling and capacity;
+ *   - membership, once a task round: the walk of the usage hierarchy (v1 cpuacct, v2 unified) reads
+ *     every group's tasks / cgroup.threads, reopened each time (a kept v1 tasks fd serves the PID
+ *     list it cached); so every thread's cgroup is known and moves are seen. The same walk finds
+ *     the managed groups: those the configuration selects under CgroupRoot, of nested matches only
+ *     the topmost;
+ *   - groups come and go between rounds: a group found in a walk is NEW (its counters are a
+ *     baseline), one no longer there, or whose files vanished, is GONE.
+ *
+ * Counters that do not parse are skipped for the round (logged at debug); the caller sees
+ * have_* false.
+ */
+
+typedef enum CgroupGroupState {
+        CGROUP_GROUP_NEW,
+        CGROUP_GROUP_LIVE,
+        CGROUP_GROUP_GONE,
+} CgroupGroupState;
+
+typedef struct CgroupGroup {
+        char *path;
+        CgroupGroupState state;
+        void *userdata;              /* the caller's */
+
+        int usage_fd;                /* v1 cpuacct.usage */
+        int percpu_fd;               /* v1 cpuacct.usage_percpu */
+        int stat_fd;                 /* cpu.stat */
+        int shares_fd;               /* v1 cpu.shares, v2 cpu.weight */
+        int cpus_fd;                 /* the effective cpuset */
+
+        /* As read in the last group round. */
+        bool have_usage;
+        uint64_t usage_ns;
+        uint64_t sample_ns;          /* CLOCK_MONOTONIC when the usage counters were read */
+        uint64_t *percpu_ns;         /* v1 cpuacct.usage_percpu, one per possible CPU */
+        size_t n_percpu;             /* 0: not available this round */
+        bool have_throttled;
+        uint64_t throttled_ns;
+        uint64_t nr_throttled;
+        bool have_shares;
+        uint64_t shares;
+        unsigned nr_cpus;            /* the group's CPUs (0: unknown) */
+        unsigned capacity;           /* their mean capacity (0: unknown) */
+
+        size_t nr_tasks;             /* threads in it and its descendants, last task round */
+        bool seen;
+} CgroupGroup;
+
+typedef struct CgroupSampler CgroupSampler;
+
+/* Does not take ownership of fs or config. */
+int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler **ret);
+CgroupSampler *cgroup_sampler_free(CgroupSampler *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupSampler *, cgroup_sampler_free);
+#define _cleanup_cgroup_sampler_ _cleanup_(cgroup_sampler_freep)
+
+/*
+ * The capacity of each CPU (n entries; all 1024 on uniform machines), for capacity-invariant
+ * usage. Without it every CPU counts 1024. The array must outlive the sampler.
+ */
+void cgroup_sampler_set_capacities(CgroupSampler *s, const unsigned *capacity, size_t n);
+
+/* The time counter reads are stamped with; NULL: CLOCK_MONOTONIC. */
+void cgroup_sampler_set_clock(CgroupSampler *s, uint64_t (*clock)(void *userdata), void *userdata);
+
+/* Frees last round's GONE groups and makes NEW ones LIVE; call once at the start of every round. */
+void cgroup_sampler_settle(CgroupSampler *s);
+
+/* A group round: reads every LIVE group's counters; a group whose files vanished is GONE. */
+void cgroup_sampler_read_counters(CgroupSampler *s);
+
+/*
+ * A task round: walks the usage hierarchy, finds the managed groups (NEW ones get a baseline read)
+ * and, when cb is given, reads every group's membership and calls cb for each thread with its
+ * cgroup (an index for cgroup_sampler_path(), valid until the next walk) and its managed group
+ * (NULL: in none). Groups no longer found are GONE. Returns 0 or a negative errno (the hierarchy
+ * is unreadable).
+ */
+typedef void (*cgroup_member_cb)(pid_t tid, size_t path_index, CgroupGroup *group, void *userdata);
+int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata);
+
+const char *cgroup_sampler_path(const CgroupSampler *s, size_t path_index);
+
+size_t cgroup_sampler_n_groups(const CgroupSampler *s);
+CgroupGroup *cgroup_sampler_group(CgroupSampler *s, size_t i);

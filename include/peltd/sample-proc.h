@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "peltd/macro.h"
+#include "peltd/rootdir.h"
+
+/*
+ * Sampling every thread's scheduler counters from /proc (DESIGN.md, "Data flow", item 1).
+ *
+ *   - /proc/PID/task/TID/schedstat (run ns, wait ns, timeslices) is opened once and read again with
+ *     pread each round; a read fails with ESRCH once the thread is gone, so a reused TID is never
+ *     mistaken for the old thread;
+ *   - /proc/PID/task/TID/stat (comm, nice, last CPU, start time) costs over twice as much: it is
+ *     read at discovery, for threads whose schedstat moved (they may have changed CPU), and for
+ *     every thread once every ten rounds (renice happens), a tenth of the threads each round;
+ *   - new threads come from the netlink proc connector (fork, exec, exit, comm); on ENOBUFS, and
+ *     every `rescan_rounds` rounds as a fallback, /proc is scanned again;
+ *   - a thread found in a round is NEW: its counters are its baseline, it is tracked from the
+ *     next round;
+ *   - RLIMIT_NOFILE is raised as far as allowed; when descriptors run short anyway, the threads
+ *     found after that are read with open/read/close (logged once). On that path a reused TID is
+ *     told apart by its start time and by counters that go backwards.
+ *
+ * Threads live in slots whose index stays the same for the thread's lifetime, so a caller can keep
+ * its own per-thread data in a parallel array.
+ */
+
+typedef enum ProcThreadState {
+        PROC_THREAD_FREE,            /* unused slot */
+        PROC_THREAD_NEW,             /* found this round: baseline only */
+        PROC_THREAD_LIVE,
+        PROC_THREAD_GONE,            /* exited (or its TID now names another thread): drop it */
+} ProcThreadState;
+
+typedef struct ProcThread {
+        pid_t pid;
+        pid_t tid;
+        ProcThreadState state;
+        int schedstat_fd;            /* -1: open/read/close each time */
+        int stat_fd;                 /* -1: open/read/close each time */
+        uint64_t run_ns;
+        uint64_t wait_ns;
+        uint64_t slices;
+        uint64_t sample_ns;          /* CLOCK_MONOTONIC when schedstat was last read */
+        uint64_t starttime;          /* clock ticks since boot */
+        int nice;
+        int cpu;                     /* the CPU it last ran on */
+        bool moved;                  /* schedstat changed in this round */
+        uint8_t stat_slot;           /* stat is re-read in rounds where round % 10 == stat_slot */
+        char comm[16];
+} ProcThread;
+
+typedef struct ProcSamplerOptions {
+        bool netlink;                /* listen to the proc connector (needs CAP_NET_ADMIN) */
+        unsigned rescan_rounds;      /* with the connector, rescan every this many rounds (0: 60) */
+        size_t max_fds;              /* descriptors it may keep open; 0: as RLIMIT_NOFILE allows */
+        /* The time each read is stamped with; NULL: CLOCK_MONOTONIC. Tests on fixtures set their own. */
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
+} ProcSamplerOptions;
+
+typedef struct ProcSampler ProcSampler;
+
+/* proc is the /proc root (a fixture tree in tests). Does not take ownership of it. */
+int proc_sampler_new(RootDir *proc, const ProcSamplerOptions *o, ProcSampler **ret);
+ProcSampler *proc_sampler_free(ProcSampler *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(ProcSampler *, proc_sampler_free);
+#define _cleanup_proc_sampler_ _cleanup_(proc_sampler_freep)
+
+/*
+ * One round: turns last round's NEW threads LIVE and frees GONE slots, reads every LIVE thread's
+ * counters (GONE when it has exited), then takes in new threads (NEW). The first call scans /proc
+ * and finds every thread NEW. Returns 0 or a negative errno (out of memory, /proc unreadable).
+ */
+int proc_sampler_round(ProcSampler *s);
+
+size_t proc_sampler_n_slots(const ProcSampler *s);
+ProcThread *proc_sampler_slot(ProcSampler *s, size_t i);
+/* The slot of a thread that is NEW or LIVE, or -1. */
+ssize_t proc_sampler_find(const ProcSampler *s, pid_t tid);
+size_t proc_sampler_n_threads(const ProcSampler *s);
+/* Whether the proc connector is delivering events. */
+bool proc_sampler_netlink_active(const ProcSampler *s);
+/* Descriptors kept open, and threads read with open/read/close for want of them. */
+size_t proc_sampler_n_kept_fds(const ProcSampler *s);
+size_t proc_sampler_n_fallback(const ProcSampler *s);
+
+/* Cumulative jiffies from /proc/stat. */
+typedef struct ProcCpuTimes {
+        uint64_t steal;
+        uint64_t total;
+} ProcCpuTimes;
+
+/*
+ * /proc/stat's "cpu" line into ret[0] and each "cpuN" line into ret[N + 1] (N < max - 1; CPUs
+ * not listed, e.g. offline, are left zero). Returns the number of entries filled (index of the
+ * highest CPU + 2) or a negative errno.
+ */
+int proc_sampler_cpu_times(ProcSampler *s, ProcCpuTimes *ret, size_t max);
+
+/* Parsers, exposed for tests. Return 0 or -EINVAL. */
+int proc_parse_schedstat(const char *s, uint64_t *ret_run, uint64_t *ret_wait, uint64_t *ret_slices);
+/* comm (up to 15 bytes), nice (field 19), starttime (field 22), processor (field 39). */
+int proc_parse_stat(const char *s, char comm[static 16], int *ret_nice, uint64_t *ret_starttime, int *ret_cpu);
+int proc_parse_cpu_times(const char *s, ProcCpuTimes *ret, size_t max);

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "peltd/cgroup-util.h"
+#include "peltd/config.h"
+#include "peltd/sample-proc.h"
+#include "peltd/sample-cgroup.h"
+#include "peltd/track.h"
+
+/*
+ * sample -> track, one round at a time: the thread and cgroup samplers feed the tracking math.
+ * This is the part of the pipeline --once and the daemon share. The caller owns the clock: every
+ * round takes `now` (CLOCK_MONOTONIC nanoseconds) explicitly.
+ *
+ * A group round reads the managed groups' counters and advances their clocks and util; a task
+ * round (a group round too) also reads every thread's schedstat, the groups' membership, finds
+ * new groups and threads, and updates the threads' PELT.
+ */
+
+typedef struct SamplingOptions {
+        bool task_tracking;          /* sample threads at all (TaskTracking=, 011) */
+        bool netlink;                /* new threads from the proc connector */
+        unsigned rescan_rounds;      /* 0: the proc sampler's default */
+        size_t max_fds;              /* 0: as RLIMIT_NOFILE allows */
+        const unsigned *capacity;    /* per CPU; NULL: every CPU 1024 */
+        size_t n_capacity;
+        /* Stamps each counter read (shares are taken between reads); NULL: CLOCK_MONOTONIC. */
+        uint64_t (*clock)(void *userdata);
+        void *clock_userdata;
+} SamplingOptions;
+
+/* One tracked thread, for output. */
+typedef struct SampledThread {
+        pid_t pid;
+        pid_t tid;
+        const char *comm;
+        const char *cgroup;          /* in the usage hierarchy; "" when not seen in any group */
+        int nice;
+        TrackValues v;
+        uint64_t avg_slice_ns;
+} SampledThread;
+
+/* One managed group, for output. */
+typedef struct SampledGroup {
+        const char *path;
+        TrackValues v;
+        size_t nr_tasks;
+        uint64_t shares;
+        uint64_t throttled_ns;       /* growth of its throttled counter since it was found */
+} SampledGroup;
+
+typedef struct Sampling Sampling;
+
+/* Does not take ownership of proc, fs or config; they must outlive it. */
+int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const SamplingOptions *o, Sampling **ret);
+Sampling *sampling_free(Sampling *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Sampling *, sampling_free);
+#define _cleanup_sampling_ _cleanup_(sampling_freep)
+
+/* A round at now. The first is the baseline. Returns 0 or a negative errno (a hierarchy or /proc unreadable). */
+int sampling_round(Sampling *s, uint64_t now_ns, bool task_round);
+
+/* Rounds taken after the baseline. */
+unsigned sampling_rounds(const Sampling *s);
+
+/* The tracked threads (found at least one task round ago), in no particular order. */
+size_t sampling_threads(Sampling *s, SampledThread **ret);
+/* The managed groups, sorted by path. */
+size_t sampling_groups(Sampling *s, SampledGroup **ret);
+
+ProcSampler *sampling_proc_sampler(Sampling *s);

@@ -1,0 +1,503 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cgroup-util.c and sample-cgroup.c on fixture v1 and v2 trees, and the whole sample -> track
+ * round (sampling.c) on a fixture /proc plus cgroup tree: groups selected, counters read and
+ * converted, a thread moving groups, a group removed mid-round, counters going backwards.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include "fixture-util.h"
+#include "peltd/cgroup-util.h"
+#include "peltd/log.h"
+#include "peltd/macro.h"
+#include "peltd/parse.h"
+#include "peltd/sample-cgroup.h"
+#include "peltd/sampling.h"
+
+#define MS 1000000ULL
+
+static Config *config_with(const char *root, const char *groups) {
+        Config *c = NULL;
+
+        assert_int_equal(config_new_default(&c), 0);
+        if (root) {
+                free(c->cgroup_root);
+                c->cgroup_root = strdup(root);
+        }
+        if (groups) {
+                strv_free(c->groups);
+                c->groups = strv_split_whitespace(groups);
+        }
+        return c;
+}
+
+static CgroupFs *open_v1(const char *dir) {
+        char cpu[512], cpuacct[512], cpuset[512];
+        CgroupFs *fs = NULL;
+
+        snprintf(cpu, sizeof cpu, "%s/cpu", dir);
+        snprintf(cpuacct, sizeof cpuacct, "%s/cpuacct", dir);
+        snprintf(cpuset, sizeof cpuset, "%s/cpuset", dir);
+        assert_int_equal(cgroup_fs_open_v1(cpu, cpuacct, cpuset, &fs), 0);
+        return fs;
+}
+
+/* ---- cgroup-util --------------------------------------------------------------------------------- */
+
+static void test_parsers(_unused_ void **state) {
+        _cleanup_free_ pid_t *tids = NULL;
+        uint64_t v[4], x;
+        size_t n;
+        char *p;
+
+        assert_int_equal(cgroup_parse_tids("1\n22\n333\n", &tids, &n), 0);
+        assert_int_equal(n, 3);
+        assert_int_equal(tids[2], 333);
+        free(tids);
+        tids = NULL;
+        assert_int_equal(cgroup_parse_tids("", &tids, &n), 0);
+        assert_int_equal(n, 0);
+        free(tids);
+        tids = NULL;
+        assert_int_equal(cgroup_parse_tids("12\nab\n", &tids, &n), -EINVAL);
+        assert_int_equal(cgroup_parse_tids("0\n", &tids, &n), -EINVAL);
+        assert_int_equal(cgroup_parse_tids("-5\n", &tids, &n), -EINVAL);
+        /* A truncated last line is taken as it stands. */
+        assert_int_equal(cgroup_parse_tids("7\n8", &tids, &n), 0);
+        assert_int_equal(n, 2);
+
+        assert_int_equal(cgroup_parse_keyed_u64("nr_periods 10\nnr_throttled 2\nthrottled_time 5000\n", "throttled_time", &x), 0);
+        assert_int_equal(x, 5000);
+        assert_int_equal(cgroup_parse_keyed_u64("nr_throttled 2\n", "throttled_time", &x), -ENOENT);
+        assert_int_equal(cgroup_parse_keyed_u64("throttled_time x\n", "throttled_time", &x), -EINVAL);
+        /* A key that is a prefix of another is not matched by it. */
+        assert_int_equal(cgroup_parse_keyed_u64("usage_usec_x 5\nusage_usec 7\n", "usage_usec", &x), 0);
+        assert_int_equal(x, 7);
+
+        assert_int_equal(cgroup_parse_u64_list("600 400 \n", v, 4), 2);
+        assert_int_equal(v[1], 400);
+        assert_int_equal(cgroup_parse_u64_list("1 2 x\n", v, 4), -EINVAL);
+        assert_int_equal(cgroup_parse_u64_list("1 2 3 4 5\n", v, 4), -EINVAL);
+
+        assert_int_equal(cgroup_weight_to_shares(100), 1024);
+        assert_int_equal(cgroup_weight_to_shares(1), 10);
+        assert_int_equal(cgroup_weight_to_shares(10000), 102400);
+        assert_int_equal(cgroup_shares_to_weight(2), 1);
+        assert_int_equal(cgroup_shares_to_weight(262144), 10000);
+
+        p = cgroup_file_path("/", "tasks");
+        assert_string_equal(p, "tasks");
+        free(p);
+        p = cgroup_file_path("/a/b", "tasks");
+        assert_string_equal(p, "a/b/tasks");
+        free(p);
+        p = cgroup_child_path("/", "a");
+        assert_string_equal(p, "/a");
+        free(p);
+        p = cgroup_child_path("/a", "b");
+        assert_string_equal(p, "/a/b");
+        free(p);
+}
+
+static void test_managed_groups(_unused_ void **state) {
+        char *dir = fx_copy("cgroup-v1");
+        CgroupFs *fs = open_v1(dir);
+        Config *c;
+        char **l = NULL;
+
+        /* Default: CgroupRoot's direct children. */
+        c = config_with(NULL, NULL);
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), 0);
+        assert_int_equal(strv_length(l), 3);
+        assert_string_equal(l[0], "/bad");
+        assert_string_equal(l[1], "/batch");
+        assert_string_equal(l[2], "/web");
+        strv_free(l);
+        config_free(c);
+
+        /* Globs: of nested matches only the topmost; '*' does not match '/'. */
+        c = config_with(NULL, "/web* /web/* /ba*");
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), 0);
+        assert_int_equal(strv_length(l), 3);
+        assert_string_equal(l[0], "/bad");
+        assert_string_equal(l[1], "/batch");
+        assert_string_equal(l[2], "/web");
+        strv_free(l);
+        config_free(c);
+
+        c = config_with("/web", NULL);
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), 0);
+        assert_int_equal(strv_length(l), 1);
+        assert_string_equal(l[0], "/web/workers");
+        strv_free(l);
+        config_free(c);
+
+        /* A CgroupRoot that does not exist is an error. */
+        c = config_with("/nope", NULL);
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), -ENOENT);
+        config_free(c);
+
+        cgroup_fs_free(fs);
+        fx_remove(dir);
+}
+
+/* ---- the group sampler ----------------------------------------------------------------------------- */
+
+typedef struct Members {
+        pid_t tid[16];
+        const char *cgroup[16];
+        const char *group[16];
+        size_t n;
+        CgroupSampler *s;
+} Members;
+
+static void member(pid_t tid, size_t path_index, CgroupGroup *group, void *userdata) {
+        Members *m = userdata;
+
+        assert_true(m->n < 16);
+        m->tid[m->n] = tid;
+        m->cgroup[m->n] = cgroup_sampler_path(m->s, path_index);
+        m->group[m->n] = group ? group->path : NULL;
+        m->n++;
+}
+
+static const Members *find_member(const Members *m, pid_t tid, size_t *ret) {
+        for (size_t i = 0; i < m->n; i++)
+                if (m->tid[i] == tid) {
+                        *ret = i;
+                        return m;
+                }
+        return NULL;
+}
+
+static CgroupGroup *group_named(CgroupSampler *s, const char *path) {
+        for (size_t i = 0; i < cgroup_sampler_n_groups(s); i++)
+                if (streq(cgroup_sampler_group(s, i)->path, path))
+                        return cgroup_sampler_group(s, i);
+        return NULL;
+}
+
+static void test_sampler_v1(_unused_ void **state) {
+        char *dir = fx_copy("cgroup-v1");
+        CgroupFs *fs = open_v1(dir);
+        Config *c = config_with(NULL, NULL);
+        CgroupSampler *s = NULL;
+        Members m = {};
+        CgroupGroup *web, *batch, *bad;
+        size_t i;
+        static const unsigned cap[2] = { 1024, 512 };
+
+        assert_int_equal(cgroup_sampler_new(fs, c, &s), 0);
+        cgroup_sampler_set_capacities(s, cap, 2);
+        m.s = s;
+        cgroup_sampler_settle(s);
+        assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
+        assert_int_equal(cgroup_sampler_n_groups(s), 3);
+
+        web = group_named(s, "/web");
+        assert_non_null(web);
+        assert_int_equal(web->state, CGROUP_GROUP_NEW);
+        assert_true(web->have_usage);
+        assert_int_equal(web->usage_ns, 1000000000);
+        assert_int_equal(web->n_percpu, 2);
+        assert_int_equal(web->percpu_ns[0], 600000000);
+        assert_true(web->have_throttled);
+        assert_int_equal(web->throttled_ns, 5000000);
+        assert_int_equal(web->nr_throttled, 2);
+        assert_true(web->have_shares);
+        assert_int_equal(web->shares, 2048);
+        assert_int_equal(web->nr_cpus, 2);
+        assert_int_equal(web->capacity, 768);
+        /* nr_tasks counts descendants too. */
+        assert_int_equal(web->nr_tasks, 2);
+
+        batch = group_named(s, "/batch");
+        assert_int_equal(batch->nr_cpus, 1);
+        assert_int_equal(batch->capacity, 512);
+        assert_int_equal(batch->shares, 512);
+
+        /* "bad" lives only in cpuacct, with garbled files: sampled where it exists, garbage skipped. */
+        bad = group_named(s, "/bad");
+        assert_non_null(bad);
+        assert_false(bad->have_usage);
+        assert_int_equal(bad->n_percpu, 0);
+        assert_false(bad->have_shares);
+        assert_false(bad->have_throttled);
+        assert_int_equal(bad->nr_tasks, 0);
+
+        /* Every thread's cgroup, and its managed group. */
+        assert_non_null(find_member(&m, 101, &i));
+        assert_string_equal(m.cgroup[i], "/web/workers");
+        assert_string_equal(m.group[i], "/web");
+        assert_non_null(find_member(&m, 200, &i));
+        assert_string_equal(m.cgroup[i], "/");
+        assert_null(m.group[i]);
+
+        /* Counters move; a thread moves from /web/workers to /batch (tasks files reopened each time). */
+        fx_write(dir, "cpuacct/web/cpuacct.usage", "1100000000\n");
+        fx_write(dir, "cpuacct/web/workers/tasks", "");
+        fx_write(dir, "cpuacct/batch/tasks", "101\n");
+        cgroup_sampler_settle(s);
+        assert_int_equal(web->state, CGROUP_GROUP_LIVE);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(web->usage_ns, 1100000000);
+        m.n = 0;
+        assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
+        assert_non_null(find_member(&m, 101, &i));
+        assert_string_equal(m.group[i], "/batch");
+        assert_int_equal(web->nr_tasks, 1);
+        assert_int_equal(batch->nr_tasks, 1);
+
+        /* A group removed mid-round: the walk no longer finds it; it is GONE, then dropped. */
+        fx_sh("rm -rf '%s/cpuacct/batch' '%s/cpu/batch' '%s/cpuset/batch'", dir, dir, dir);
+        cgroup_sampler_settle(s);
+        cgroup_sampler_read_counters(s);
+        m.n = 0;
+        assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
+        assert_int_equal(batch->state, CGROUP_GROUP_GONE);
+        cgroup_sampler_settle(s);
+        assert_int_equal(cgroup_sampler_n_groups(s), 2);
+        assert_null(group_named(s, "/batch"));
+
+        /* A group that appears is NEW, with its counters as a baseline. */
+        fx_sh("mkdir -p '%s/cpuacct/new'", dir);
+        fx_write(dir, "cpuacct/new/tasks", "100\n");
+        fx_write(dir, "cpuacct/new/cpuacct.usage", "7\n");
+        m.n = 0;
+        assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
+        assert_int_equal(group_named(s, "/new")->state, CGROUP_GROUP_NEW);
+        assert_int_equal(group_named(s, "/new")->usage_ns, 7);
+
+        cgroup_sampler_free(s);
+        config_free(c);
+        cgroup_fs_free(fs);
+        fx_remove(dir);
+}
+
+static void test_sampler_v2(_unused_ void **state) {
+        char *dir = fx_copy("cgroup-v2");
+        CgroupFs *fs = NULL;
+        Config *c = config_with(NULL, NULL);
+        CgroupSampler *s = NULL;
+        Members m = {};
+        CgroupGroup *web, *batch;
+        size_t i;
+
+        assert_int_equal(cgroup_fs_open_v2(dir, &fs), 0);
+        assert_string_equal(cgroup_fs_threads_file(fs), "cgroup.threads");
+        assert_int_equal(cgroup_sampler_new(fs, c, &s), 0);
+        m.s = s;
+        assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
+        assert_int_equal(cgroup_sampler_n_groups(s), 2);
+
+        web = group_named(s, "/web");
+        assert_true(web->have_usage);
+        assert_int_equal(web->usage_ns, 1000000000);
+        assert_int_equal(web->n_percpu, 0);
+        assert_true(web->have_throttled);
+        assert_int_equal(web->throttled_ns, 2500000);
+        /* cpu.weight 200 is shares 2048; 10000 is 102400. */
+        assert_int_equal(web->shares, 2048);
+        batch = group_named(s, "/batch");
+        assert_int_equal(batch->shares, 102400);
+        assert_int_equal(batch->nr_cpus, 1);
+        assert_int_equal(web->nr_tasks, 2);
+        assert_non_null(find_member(&m, 101, &i));
+        assert_string_equal(m.cgroup[i], "/web/workers");
+
+        cgroup_sampler_free(s);
+        config_free(c);
+        cgroup_fs_free(fs);
+        fx_remove(dir);
+}
+
+/* ---- sample -> track, whole rounds on fixtures ------------------------------------------------------ */
+
+typedef struct Pipe {
+        char *proc_dir, *cg_dir;
+        RootDir *proc;
+        CgroupFs *fs;
+        Config *c;
+        Sampling *s;
+        uint64_t now;
+        uint64_t run[3];             /* cumulative run ns of 100, 101, 200 */
+        uint64_t web_usage;
+        bool gone100;
+} Pipe;
+
+static const unsigned caps[2] = { 1024, 1024 };
+
+/* Reads are stamped with the test's time: the fixture's counters change only between rounds. */
+static uint64_t pipe_clock(void *userdata) {
+        return ((Pipe *) userdata)->now;
+}
+
+static void pipe_open(Pipe *p) {
+        *p = (Pipe){ .run = { 1000000, 5000000, 300000000 }, .web_usage = 1000000000, .now = 1000 * MS };
+        p->proc_dir = fx_copy("proc");
+        p->cg_dir = fx_copy("cgroup-v1");
+        assert_int_equal(rootdir_open(p->proc_dir, &p->proc), 0);
+        p->fs = open_v1(p->cg_dir);
+        p->c = config_with(NULL, NULL);
+        assert_int_equal(sampling_new(p->proc, p->fs, p->c,
+                                      &(SamplingOptions){ .task_tracking = true, .capacity = caps, .n_capacity = 2,
+                                                          .clock = pipe_clock, .clock_userdata = p },
+                                      &p->s),
+                         0);
+}
+
+static void pipe_close(Pipe *p) {
+        sampling_free(p->s);
+        config_free(p->c);
+        cgroup_fs_free(p->fs);
+        rootdir_free(p->proc);
+        fx_remove(p->proc_dir);
+        fx_remove(p->cg_dir);
+}
+
+/* A 100 ms round in which 100 ran 25%, 101 50%, 200 not at all; /web used what its threads did. */
+static void pipe_round(Pipe *p) {
+        p->run[0] += 25 * MS;
+        p->run[1] += 50 * MS;
+        p->web_usage += 75 * MS;
+        if (!p->gone100)
+                fx_write(p->proc_dir, "100/task/100/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[0],
+                         (unsigned long long) p->run[0] / MS);
+        fx_write(p->proc_dir, "100/task/101/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[1],
+                 (unsigned long long) p->run[1] / MS);
+        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage", "%llu\n", (unsigned long long) p->web_usage);
+        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage_percpu", "%llu 0\n", (unsigned long long) p->web_usage);
+        p->now += 100 * MS;
+        assert_int_equal(sampling_round(p->s, p->now, true), 0);
+}
+
+static const SampledThread *out_thread(Pipe *p, pid_t tid) {
+        SampledThread *t;
+        size_t n = sampling_threads(p->s, &t);
+
+        for (size_t i = 0; i < n; i++)
+                if (t[i].tid == tid)
+                        return &t[i];
+        return NULL;
+}
+
+static const SampledGroup *out_group(Pipe *p, const char *path) {
+        SampledGroup *g;
+        size_t n = sampling_groups(p->s, &g);
+
+        for (size_t i = 0; i < n; i++)
+                if (streq(g[i].path, path))
+                        return &g[i];
+        return NULL;
+}
+
+static void test_pipeline(_unused_ void **state) {
+        Pipe p;
+        const SampledThread *t;
+        const SampledGroup *g;
+
+        pipe_open(&p);
+        assert_int_equal(sampling_round(p.s, p.now, true), 0);
+        /* The baseline: nothing is reported yet. */
+        assert_null(out_thread(&p, 100));
+        for (int i = 0; i < 40; i++)
+                pipe_round(&p);
+        assert_int_equal(sampling_rounds(p.s), 40);
+
+        t = out_thread(&p, 100);
+        assert_non_null(t);
+        assert_string_equal(t->cgroup, "/web");
+        assert_int_equal(t->pid, 100);
+        assert_in_range(t->v.util_avg, 254, 258);
+        assert_in_range(t->v.runnable_avg, 254, 258);
+        assert_int_equal(t->avg_slice_ns, 1 * MS);
+        t = out_thread(&p, 101);
+        assert_string_equal(t->cgroup, "/web/workers");
+        assert_string_equal(t->comm, "web) (worker");
+        assert_int_equal(t->nice, -5);
+        assert_in_range(t->v.util_avg, 510, 514);
+        /* load follows the weight of nice -5. */
+        assert_in_range(t->v.load_avg, 3121 / 2 - 8, 3121 / 2 + 8);
+        t = out_thread(&p, 200);
+        assert_string_equal(t->cgroup, "/");
+        assert_int_equal(t->v.util_avg, 0);
+        assert_int_equal(t->avg_slice_ns, 0);
+
+        g = out_group(&p, "/web");
+        assert_non_null(g);
+        assert_in_range(g->v.util_avg, 766, 770);
+        assert_in_range(g->v.runnable_avg, 764, 772);
+        /* load = shares * min(runnable / 1024, 1) */
+        assert_in_range(g->v.load_avg, 2048 * 764 / 1024, 2048 * 772 / 1024);
+        assert_int_equal(g->shares, 2048);
+        assert_int_equal(g->nr_tasks, 2);
+        assert_int_equal(g->throttled_ns, 0);
+
+        /* 101 moves to /batch: /web's runnable drops by its share, /batch's rises by as much. */
+        fx_write(p.cg_dir, "cpuacct/web/workers/tasks", "");
+        fx_write(p.cg_dir, "cpuacct/batch/tasks", "101\n");
+        p.now += MS;
+        assert_int_equal(sampling_round(p.s, p.now, true), 0);
+        t = out_thread(&p, 101);
+        assert_string_equal(t->cgroup, "/batch");
+        g = out_group(&p, "/batch");
+        assert_in_range(g->v.runnable_avg, 500, 514);
+        g = out_group(&p, "/web");
+        assert_in_range(g->v.runnable_avg, 250, 262);
+
+        /* /batch is removed after the thread left it again: the thread's load goes with the thread. */
+        fx_write(p.cg_dir, "cpuacct/batch/tasks", "");
+        fx_write(p.cg_dir, "cpuacct/tasks", "200\n300\n400\n101\n");
+        fx_sh("rm -rf '%s/cpuacct/batch' '%s/cpu/batch' '%s/cpuset/batch'", p.cg_dir, p.cg_dir, p.cg_dir);
+        pipe_round(&p);
+        assert_null(out_group(&p, "/batch"));
+        t = out_thread(&p, 101);
+        assert_string_equal(t->cgroup, "/");
+        assert_in_range(t->v.util_avg, 500, 520);
+
+        /* /web's usage goes backwards (recreated): skipped, never negative, then tracked again. */
+        p.web_usage = 5;
+        pipe_round(&p);
+        g = out_group(&p, "/web");
+        assert_true(g->v.util_avg <= 1024);
+        pipe_round(&p);
+        pipe_round(&p);
+        g = out_group(&p, "/web");
+        assert_in_range(g->v.util_avg, 700, 800);
+
+        /* 100 exits; 200's TID... is reused by a thread of another process. */
+        fx_sh("rm -rf '%s/100/task/100'", p.proc_dir);
+        p.gone100 = true;
+        fx_sh("rm -rf '%s/200' && mkdir -p '%s/900/task/200'", p.proc_dir, p.proc_dir);
+        fx_write(p.proc_dir, "900/task/200/schedstat", "1 0 1\n");
+        fx_write(p.proc_dir, "900/task/200/stat",
+                 "200 (other) S 1 900 900 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 77777 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n");
+        pipe_round(&p);
+        assert_null(out_thread(&p, 100));
+        /* Found this round: not reported before it has been tracked for a round. */
+        assert_null(out_thread(&p, 200));
+        pipe_round(&p);
+        t = out_thread(&p, 200);
+        assert_non_null(t);
+        assert_int_equal(t->pid, 900);
+        assert_string_equal(t->comm, "other");
+        assert_int_equal(t->v.util_avg, 0);
+
+        pipe_close(&p);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_parsers),
+                cmocka_unit_test(test_managed_groups),
+                cmocka_unit_test(test_sampler_v1),
+                cmocka_unit_test(test_sampler_v2),
+                cmocka_unit_test(test_pipeline),
+        };
+
+        log_set_max_level(LOG_ERR);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

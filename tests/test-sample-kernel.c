@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Sampling on the real kernel, in a private cgroup subtree (/peltd-test-PID with groups a and b,
+ * in the cpu, cpuacct and cpuset hierarchies on v1, in the unified one on v2, by the detected
+ * mode), removed at the end, also on failure. Duty-cycle worker processes run there.
+ *
+ *   - peltd --once --json: the contract's fields; each worker's util and runnable against the
+ *     kernel's own /proc/PID/task/TID/sched, averaged over jittered reads; each group's util against
+ *     its own usage counter;
+ *   - libpeltd's sampling in this process: a worker started mid-run is found through the proc
+ *     connector (no rescan), one that moves from a to b is seen in b, one that exits leaves.
+ */
+#include <json-c/json.h>
+#include <math.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <cmocka.h>
+
+#include "../bench/bench-util.h"
+#include "machine-lock.h"
+#include "peltd/config.h"
+#include "peltd/log.h"
+#include "peltd/sampling.h"
+
+/*
+ * Generous: peltd's final value (PELT remembers the last ~100 ms) is compared with the kernel's
+ * averaged over the last 0.65 s, and other work may run on this 2-CPU machine while the lock is
+ * held (only tests and benchmarks take it). Runnable, which moves with every moment's contention,
+ * gets more room. bench/accuracy measures the real accuracy.
+ */
+#define UTIL_TOLERANCE 64
+#define RUNNABLE_TOLERANCE 128
+#define GROUP_TOLERANCE 96
+
+static char top[64];
+static pid_t workers[8];
+static size_t n_workers;
+
+static void cleanup(void) {
+        for (size_t i = 0; i < n_workers; i++)
+                if (workers[i] > 0) {
+                        kill(workers[i], SIGKILL);
+                        waitpid(workers[i], NULL, 0);
+                        workers[i] = 0;
+                }
+        n_workers = 0;
+        bench_cgroup_remove(top);
+}
+
+static _Noreturn void duty(double period_ms, double share) {
+        uint64_t period = (uint64_t) (period_ms * 1e6), busy = (uint64_t) (period_ms * share * 1e6), next = bench_now_ns();
+
+        prctl(PR_SET_TIMERSLACK, 1UL);
+        for (;;) {
+                uint64_t start = next;
+                struct timespec ts;
+
+                while (bench_now_ns() - start < busy)
+                        ;
+                next += period;
+                ts.tv_sec = (time_t) (next / 1000000000ULL);
+                ts.tv_nsec = (long) (next % 1000000000ULL);
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        }
+}
+
+/* A duty-cycle worker in group g (below top), attached before it starts working. */
+static pid_t worker(const char *g, double period_ms, double share, int nice) {
+        char group[128];
+        int p[2];
+        pid_t pid;
+        char c;
+
+        snprintf(group, sizeof group, "%s/%s", top, g);
+        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                bench_cgroup_attach(group, getpid());
+                if (setpriority(PRIO_PROCESS, 0, nice) < 0)
+                        _exit(3);
+                if (write(p[1], "x", 1) != 1)
+                        _exit(3);
+                duty(period_ms, share);
+        }
+        close(p[1]);
+        assert_int_equal(read(p[0], &c, 1), 1);
+        close(p[0]);
+        workers[n_workers++] = pid;
+        return pid;
+}
+
+/* Each test gets its own subtree: /peltd-test-PID-N. */
+static int setup(_unused_ void **state) {
+        static unsigned n = 0;
+
+        snprintf(top, sizeof top, "/peltd-test-%d-%u", (int) getpid(), n++);
+        bench_cgroup_create(top);
+        for (const char *g = "a"; g; g = strcmp(g, "a") == 0 ? "b" : NULL) {
+                char path[128];
+
+                snprintf(path, sizeof path, "%s/%s", top, g);
+                bench_cgroup_create(path);
+        }
+        return 0;
+}
+
+static int teardown(_unused_ void **state) {
+        cleanup();
+        return 0;
+}
+
+static double sched_value(pid_t pid, const char *key) {
+        char path[96], buf[4096], *p;
+        int fd;
+        ssize_t n;
+        double v;
+
+        snprintf(path, sizeof path, "/proc/%d/task/%d/sched", (int) pid, (int) pid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        assert_true(fd >= 0);
+        n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        assert_true(n > 0);
+        buf[n] = 0;
+        p = strstr(buf, key);
+        assert_non_null(p);
+        p = strchr(p, ':');
+        assert_non_null(p);
+        assert_int_equal(sscanf(p + 1, "%lf", &v), 1);
+        return v;
+}
+
+static uint64_t group_usage_ns(const char *g) {
+        char path[256], buf[512];
+        FILE *f;
+        unsigned long long v = 0;
+
+        if (bench_cgroup_v2()) {
+                snprintf(path, sizeof path, "%s%s/%s/cpu.stat", BENCH_CG_V2, top, g);
+                f = fopen(path, "re");
+                assert_non_null(f);
+                while (fgets(buf, sizeof buf, f))
+                        if (sscanf(buf, "usage_usec %llu", &v) == 1)
+                                v *= 1000;
+        } else {
+                snprintf(path, sizeof path, "%s/cpuacct%s/%s/cpuacct.usage", BENCH_CG_V1, top, g);
+                f = fopen(path, "re");
+                assert_non_null(f);
+                assert_int_equal(fscanf(f, "%llu", &v), 1);
+        }
+        fclose(f);
+        return v;
+}
+
+static json_object *get(json_object *o, const char *key) {
+        json_object *v = NULL;
+
+        if (!json_object_object_get_ex(o, key, &v))
+                fail_msg("peltd's JSON lacks \"%s\"", key);
+        return v;
+}
+
+typedef struct Once {
+        char *out;
+        int status;
+        char conf[64];
+} Once;
+
+static void *run_once(void *arg) {
+        Once *o = arg;
+        char *argv[] = { PELTD_BINARY, "--config", o->conf, "--once", "2", "--interval", "100", "--json", NULL };
+        struct rusage ru;
+
+        o->status = bench_run(argv, &o->out, &ru);
+        return NULL;
+}
+
+/* peltd --once against the kernel and against each group's own counter. */
+static void test_once_against_kernel(_unused_ void **state) {
+        static const struct {
+                const char *group;
+                double period, share;
+                int nice;
+        } spec[] = { { "a", 3.1, 0.30, 0 }, { "a", 2.3, 0.10, 5 }, { "b", 4.7, 0.20, -3 } };
+        pid_t pids[3];
+        double ku[3] = {}, kr[3] = {};
+        unsigned reads = 0;
+        uint64_t usage0[2], usage1[2], t0, t1;
+        Once o = {};
+        pthread_t th;
+        json_object *root, *tasks, *groups;
+        int fd;
+        FILE *f;
+
+        for (size_t i = 0; i < 3; i++)
+                pids[i] = worker(spec[i].group, spec[i].period, spec[i].share, spec[i].nice);
+        usleep(300 * 1000);
+
+        snprintf(o.conf, sizeof o.conf, "/tmp/peltd-test-kernel-XXXXXX");
+        fd = mkstemp(o.conf);
+        assert_true(fd >= 0);
+        f = fdopen(fd, "w");
+        fprintf(f, "[Daemon]\nCgroupRoot=%s\n", top);
+        fclose(f);
+
+        assert_int_equal(pthread_create(&th, NULL, run_once, &o), 0);
+        /* The kernel's values over peltd's last second; the groups' usage over its last 300 ms. */
+        usleep(1000 * 1000);
+        srand((unsigned) getpid());
+        t0 = bench_now_ns();
+        while (bench_now_ns() - t0 < 650ULL * 1000 * 1000) {
+                for (size_t i = 0; i < 3; i++) {
+                        ku[i] += sched_value(pids[i], "se.avg.util_avg");
+                        kr[i] += sched_value(pids[i], "se.avg.runnable_avg");
+                }
+                reads++;
+                usleep(500 + (useconds_t) (rand() % 1500));
+        }
+        t0 = bench_now_ns();
+        usage0[0] = group_usage_ns("a");
+        usage0[1] = group_usage_ns("b");
+        pthread_join(th, NULL);
+        t1 = bench_now_ns();
+        usage1[0] = group_usage_ns("a");
+        usage1[1] = group_usage_ns("b");
+        unlink(o.conf);
+        assert_int_equal(o.status, 0);
+
+        root = json_tokener_parse(o.out);
+        assert_non_null(root);
+        assert_int_equal(json_object_get_int(get(root, "rounds")), 20);
+        assert_true(fabs(json_object_get_double(get(root, "interval_ms")) - 100) < 0.01);
+        tasks = get(root, "tasks");
+        groups = get(root, "groups");
+        assert_true(json_object_array_length(tasks) >= 3);
+        assert_int_equal(json_object_array_length(groups), 2);
+
+        for (size_t i = 0; i < 3; i++) {
+                json_object *t = NULL;
+                char expect_cgroup[128];
+
+                for (size_t j = 0; j < json_object_array_length(tasks); j++) {
+                        json_object *c = json_object_array_get_idx(tasks, j);
+
+                        if (json_object_get_int(get(c, "tid")) == pids[i])
+                                t = c;
+                }
+                assert_non_null(t);
+                snprintf(expect_cgroup, sizeof expect_cgroup, "%s/%s", top, spec[i].group);
+                assert_int_equal(json_object_get_int(get(t, "pid")), pids[i]);
+                assert_string_equal(json_object_get_string(get(t, "cgroup")), expect_cgroup);
+                assert_int_equal(json_object_get_int(get(t, "nice")), spec[i].nice);
+                assert_non_null(get(t, "comm"));
+                assert_true(json_object_get_double(get(t, "avg_slice_us")) > 0);
+                ku[i] /= reads;
+                kr[i] /= reads;
+                printf("# worker %d (%s, %.1f ms, %.0f%%): util %d kernel %.1f, runnable %d kernel %.1f, load %d\n", (int) pids[i],
+                       spec[i].group, spec[i].period, spec[i].share * 100, json_object_get_int(get(t, "util_avg")), ku[i],
+                       json_object_get_int(get(t, "runnable_avg")), kr[i], json_object_get_int(get(t, "load_avg")));
+                assert_true(fabs(json_object_get_double(get(t, "util_avg")) - ku[i]) <= UTIL_TOLERANCE);
+                assert_true(fabs(json_object_get_double(get(t, "runnable_avg")) - kr[i]) <= RUNNABLE_TOLERANCE);
+        }
+
+        for (size_t i = 0; i < 2; i++) {
+                json_object *g = json_object_array_get_idx(groups, i);
+                const char *name = i == 0 ? "a" : "b";
+                char path[128];
+                double rate = (double) (usage1[i] - usage0[i]) * 1024.0 / (double) (t1 - t0);
+
+                snprintf(path, sizeof path, "%s/%s", top, name);
+                assert_string_equal(json_object_get_string(get(g, "path")), path);
+                assert_int_equal(json_object_get_int(get(g, "nr_tasks")), i == 0 ? 2 : 1);
+                assert_int_equal(json_object_get_int(get(g, "shares")), 1024);
+                assert_int_equal(json_object_get_int(get(g, "throttled_usec")), 0);
+                assert_non_null(get(g, "runnable_avg"));
+                assert_non_null(get(g, "load_avg"));
+                printf("# group %s: util %d, its usage counter over the last %.0f ms: %.1f\n", path,
+                       json_object_get_int(get(g, "util_avg")), (double) (t1 - t0) / 1e6, rate);
+                assert_true(fabs(json_object_get_double(get(g, "util_avg")) - rate) <= GROUP_TOLERANCE);
+        }
+        json_object_put(root);
+        free(o.out);
+}
+
+/* Threads that start, move and exit while sampling runs. */
+static void test_sampling_events(_unused_ void **state) {
+        _cleanup_config_ Config *config = NULL;
+        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+        _cleanup_rootdir_ RootDir *proc = NULL;
+        _cleanup_sampling_ Sampling *s = NULL;
+        static const unsigned caps[2] = { 1024, 1024 };
+        pid_t stay, mover, leaver, late = 0;
+        SampledThread *t;
+        SampledGroup *g;
+        size_t nt, ng;
+        uint64_t now = bench_now_ns();
+        char group_a[128], group_b[128];
+        bool found_late = false;
+
+        snprintf(group_a, sizeof group_a, "%s/a", top);
+        snprintf(group_b, sizeof group_b, "%s/b", top);
+        stay = worker("a", 3.1, 0.3, 0);
+        mover = worker("a", 2.3, 0.3, 0);
+        leaver = worker("b", 4.7, 0.3, 0);
+
+        assert_int_equal(config_new_default(&config), 0);
+        free(config->cgroup_root);
+        config->cgroup_root = strdup(top);
+        assert_int_equal(cgroup_fs_open_system(&fs), 0);
+        assert_int_equal(fs->mode, bench_cgroup_v2() ? CGROUP_MODE_V2 : CGROUP_MODE_V1);
+        assert_int_equal(rootdir_open("/proc", &proc), 0);
+        /* No rescan during the test: new threads must come from the connector. */
+        assert_int_equal(sampling_new(proc, fs, config,
+                                      &(SamplingOptions){ .task_tracking = true, .netlink = true, .rescan_rounds = 100000,
+                                                          .capacity = caps, .n_capacity = 2 },
+                                      &s),
+                         0);
+        assert_true(proc_sampler_netlink_active(sampling_proc_sampler(s)));
+
+        for (int k = 0; k < 30; k++) {
+                usleep(50 * 1000);
+                now = bench_now_ns();
+                assert_int_equal(sampling_round(s, now, true), 0);
+                if (k == 5) {
+                        late = worker("a", 2.3, 0.2, 0);
+                        bench_cgroup_attach(group_b, mover);
+                }
+                if (k == 10) {
+                        kill(leaver, SIGKILL);
+                        waitpid(leaver, NULL, 0);
+                        for (size_t i = 0; i < n_workers; i++)
+                                if (workers[i] == leaver)
+                                        workers[i] = 0;
+                }
+                if (k > 6 && !found_late) {
+                        nt = sampling_threads(s, &t);
+                        for (size_t i = 0; i < nt; i++)
+                                if (t[i].tid == late)
+                                        found_late = true;
+                }
+        }
+        assert_true(found_late);
+
+        nt = sampling_threads(s, &t);
+        for (size_t i = 0; i < nt; i++) {
+                assert_true(t[i].tid != leaver);
+                if (t[i].tid == mover)
+                        assert_string_equal(t[i].cgroup, group_b);
+                if (t[i].tid == stay || t[i].tid == late) {
+                        assert_string_equal(t[i].cgroup, group_a);
+                        assert_true(t[i].v.util_avg > 100);
+                }
+        }
+        for (size_t i = 0; i < nt; i++)
+                if (strneq(t[i].cgroup, top, strlen(top)))
+                        printf("# %d %s %s util %d runnable %d\n", (int) t[i].tid, t[i].comm, t[i].cgroup, (int) t[i].v.util_avg,
+                               (int) t[i].v.runnable_avg);
+        ng = sampling_groups(s, &g);
+        assert_int_equal(ng, 2);
+        for (size_t i = 0; i < ng; i++) {
+                if (streq(g[i].path, group_a)) {
+                        assert_int_equal(g[i].nr_tasks, 2);
+                        /* stay (30%) and late (20%): a's runnable comes from its threads. */
+                        assert_true(g[i].v.runnable_avg > 300);
+                } else {
+                        assert_string_equal(g[i].path, group_b);
+                        assert_int_equal(g[i].nr_tasks, 1);
+                        assert_true(g[i].v.runnable_avg > 150);
+                        assert_true(g[i].v.util_avg > 150);
+                }
+        }
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup_teardown(test_once_against_kernel, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_sampling_events, setup, teardown),
+        };
+
+        machine_lock();
+        atexit(cleanup);
+        log_set_max_level(LOG_ERR);
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}
