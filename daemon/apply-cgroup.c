@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "peltd/apply-cgroup.h"
+#include "peltd/cgroup-util.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
 
@@ -310,6 +311,50 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
         return r;
 }
 
+/*
+ * The CPUs a cpuset is restored to: its original, less offline CPUs (they cannot be written; the
+ * daemon re-widens when they return) and, on v1, less what its parent will not hold — the parent's
+ * own restore target where the parent is restored too, else what it holds now (v1 never gives a
+ * cpuset back a CPU that went offline, so a parent peltd never touched may have lost some).
+ */
+static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hierarchy, const char *group,
+                        const CpuMask *online, int level, CpuMask *ret) {
+        const Original *e = originals_find(o, hierarchy, group, "cpuset.cpus");
+        _cleanup_free_ char *parent = NULL, *cur = NULL;
+        const char *slash;
+        CpuMask m, lim;
+        int r;
+
+        if (!e) {
+                r = io->read(io->userdata, hierarchy, group, "cpuset.cpus", &cur);
+                if (r < 0)
+                        return r;
+                return cpumask_parse_list(cur, ret) < 0 ? -EBADMSG : 0;
+        }
+        if (cpumask_parse_list(e->original, &m) < 0)
+                m = *online;
+        cpumask_and(&m, &m, online);
+
+        slash = strrchr(group, '/');
+        if (!streq(hierarchy, "cpuset") || !slash || streq(group, "/") || level > 64) {
+                *ret = m;
+                return 0;
+        }
+        parent = slash == group ? strdup("/") : strndup(group, (size_t) (slash - group));
+        if (!parent)
+                return -ENOMEM;
+        r = restore_cpus(io, o, hierarchy, parent, online, level + 1, &lim);
+        if (r >= 0 && !cpumask_empty(&lim) && !cpumask_subset(&m, &lim)) {
+                CpuMask cut;
+
+                cpumask_and(&cut, &m, &lim);
+                log_info("%s: restoring cpuset.cpus without the CPUs its parent %s no longer has.", group, parent);
+                m = cut;
+        }
+        *ret = m;
+        return 0;
+}
+
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
         _cleanup_free_ CgWrite *w = NULL;
         _cleanup_free_ CgWrite **order = NULL;
@@ -376,16 +421,18 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                                 continue;
                         if (asprintf(&target, "-%s", ctl) < 0)
                                 return -ENOMEM;
+                } else if (streq(e->file, "cpuset.cpus") && isempty(e->original)) {
+                        /* v2: empty is "the parent's CPUs", and is written back as it was. */
+                        target = strdup("");
                 } else if (streq(e->file, "cpuset.cpus")) {
                         CpuMask m;
 
-                        /* Offline CPUs cannot be written back; the daemon re-widens when they return. */
-                        if (cpumask_parse_list(e->original, &m) < 0)
-                                m = *online;
-                        cpumask_and(&m, &m, online);
+                        r = restore_cpus(io, originals, e->hierarchy, e->group, online, 0, &m);
+                        if (r < 0)
+                                return r;
                         if (cpumask_empty(&m)) {
-                                log_warning("The original cpuset.cpus of %s (%s) has no online CPU; leaving %s for now.",
-                                            e->group, e->original, cur);
+                                log_warning("The original cpuset.cpus of %s (%s) has no online CPU its parent allows; "
+                                            "leaving %s for now.", e->group, e->original, cur);
                                 keep[i] = true;
                                 continue;
                         }
@@ -460,14 +507,6 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
         for (size_t i = 0; i < n; i++)
                 cg_write_done(&w[i]);
         return (int) left;
-}
-
-uint64_t shares_to_weight(uint64_t shares) {
-        return CLAMP(shares * 100 / 1024, (uint64_t) 1, (uint64_t) 10000);
-}
-
-uint64_t weight_to_shares(uint64_t weight) {
-        return CLAMP(weight * 1024 / 100, (uint64_t) 2, (uint64_t) 262144);
 }
 
 void cg_writes_free(CgWrite *w, size_t n) {
@@ -589,7 +628,7 @@ int placement_writes(const CgroupIO *io, const Originals *originals, const Place
                         r = add_write(&ws, "unified", p->group, "cpuset.cpus", cpus);
                 if (r >= 0)
                         r = add_descendants(io, originals, "unified", p->group, &p->cpus, &ws);
-                if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, shares_to_weight(p->shares)) < 0)
+                if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, cgroup_shares_to_weight(p->shares)) < 0)
                         r = -ENOMEM;
                 if (r >= 0 && num)
                         r = add_write(&ws, "unified", p->group, "cpu.weight", num);
@@ -598,7 +637,7 @@ int placement_writes(const CgroupIO *io, const Originals *originals, const Place
                 if (!p->unit)
                         return -EINVAL;
                 r = add_write(&ws, "systemd", p->unit, "AllowedCPUs", cpus);
-                if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, shares_to_weight(p->shares)) < 0)
+                if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, cgroup_shares_to_weight(p->shares)) < 0)
                         r = -ENOMEM;
                 if (r >= 0 && num)
                         r = add_write(&ws, "systemd", p->unit, "CPUWeight", num);

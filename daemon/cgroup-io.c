@@ -4,33 +4,23 @@
 
 #include "peltd/apply-cgroup.h"
 #include "peltd/apply-systemd.h"
+#include "peltd/cgroup-util.h"
 #include "peltd/rootdir.h"
 
-static RootDir *root_of(CgroupRoots *r, const char *hierarchy) {
+static RootDir *root_of(const CgroupAccess *a, const char *hierarchy) {
         if (streq(hierarchy, "cpuset"))
-                return r->cpuset;
+                return a->fs->cpuset;
         if (streq(hierarchy, "cpu"))
-                return r->cpu;
+                return a->fs->cpu;
         if (streq(hierarchy, "cpuacct"))
-                return r->cpuacct;
+                return a->fs->cpuacct;
         if (streq(hierarchy, "unified"))
-                return r->unified;
+                return a->fs->unified;
         return NULL;
 }
 
-/* "/a/b" + "cpuset.cpus" -> "a/b/cpuset.cpus" (relative to the hierarchy's root). */
-static char *file_path(const char *group, const char *file) {
-        char *p;
-
-        while (*group == '/')
-                group++;
-        if (asprintf(&p, "%s%s%s", group, *group ? "/" : "", file) < 0)
-                return NULL;
-        return p;
-}
-
 static int io_read(void *userdata, const char *hierarchy, const char *group, const char *file, char **ret) {
-        CgroupRoots *r = userdata;
+        CgroupAccess *r = userdata;
         _cleanup_free_ char *path = NULL;
         RootDir *root;
 
@@ -55,14 +45,14 @@ static int io_read(void *userdata, const char *hierarchy, const char *group, con
         root = root_of(r, hierarchy);
         if (!root)
                 return -ENOENT;
-        path = file_path(group, file);
+        path = cgroup_file_path(group, file);
         if (!path)
                 return -ENOMEM;
         return rootdir_read_string(root, path, ret);
 }
 
 static int io_write(void *userdata, const char *hierarchy, const char *group, const char *file, const char *value) {
-        CgroupRoots *r = userdata;
+        CgroupAccess *r = userdata;
         _cleanup_free_ char *path = NULL;
         RootDir *root;
 
@@ -87,14 +77,14 @@ static int io_write(void *userdata, const char *hierarchy, const char *group, co
         root = root_of(r, hierarchy);
         if (!root)
                 return -ENOENT;
-        path = file_path(group, file);
+        path = cgroup_file_path(group, file);
         if (!path)
                 return -ENOMEM;
         return rootdir_write_string(root, path, value);
 }
 
 static int io_children(void *userdata, const char *hierarchy, const char *group, char ***ret) {
-        CgroupRoots *r = userdata;
+        CgroupAccess *r = userdata;
         _cleanup_strv_free_ char **l = NULL;
         _cleanup_free_ char *dir = NULL;
         RootDir *root = root_of(r, hierarchy);
@@ -105,7 +95,7 @@ static int io_children(void *userdata, const char *hierarchy, const char *group,
 
         if (!root)
                 return -ENOENT;
-        dir = file_path(group, "");
+        dir = cgroup_file_path(group, "");
         if (!dir)
                 return -ENOMEM;
         k = rootdir_opendir(root, dir, &d);
@@ -139,6 +129,6 @@ static int io_children(void *userdata, const char *hierarchy, const char *group,
         return 0;
 }
 
-CgroupIO cgroup_io_real(CgroupRoots *roots) {
-        return (CgroupIO){ .read = io_read, .write = io_write, .children = io_children, .userdata = roots };
+CgroupIO cgroup_io_real(CgroupAccess *access) {
+        return (CgroupIO){ .read = io_read, .write = io_write, .children = io_children, .userdata = access };
 }

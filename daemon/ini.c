@@ -33,6 +33,7 @@ typedef struct IniState {
         void *section_data;
         bool section_bad;            /* reported once; its keys are skipped */
         unsigned section_line;       /* the line of the last section header the reader saw */
+        bool section_fresh;          /* the reader opened a section at its header; keys follow */
         const char *last_key;        /* for continuation lines */
 } IniState;
 
@@ -90,13 +91,25 @@ static int split_section(const char *raw, char **ret_name, char **ret_arg) {
         return 0;
 }
 
-/* Checks a "[...]" header line as the reader sees it, so that empty unknown sections are caught. */
-static void check_section_line(IniState *st, const char *line) {
+/*
+ * Checks a "[...]" header line as the reader sees it, so that empty unknown sections are caught,
+ * and opens the section there when open is set: every header opens its section, one without
+ * keys and one given twice too (whether that is an error is the open function's to say).
+ */
+static void check_section_line(IniState *st, const char *line, bool open) {
         _cleanup_free_ char *inner = NULL, *name = NULL, *arg = NULL;
         const char *close = strchr(line, ']');
         IniPos pos = { .file = st->path, .line = st->lineno };
         const IniSection *sec;
+        int r;
 
+        if (open) {
+                st->section_fresh = true;
+                st->section = NULL;
+                st->section_data = NULL;
+                st->section_bad = true;
+                st->last_key = NULL;
+        }
         if (!close) {
                 st->error = ini_error(&pos, NULL, "Section header without a closing ']'.");
                 return;
@@ -113,6 +126,17 @@ static void check_section_line(IniState *st, const char *line) {
                 st->error = ini_error(&pos, NULL, "Section [%s] needs an argument: [%s ...].", name, name);
         else if (!sec->has_argument && arg)
                 st->error = ini_error(&pos, NULL, "Section [%s] takes no argument, got \"%s\".", name, arg);
+        if (!open || st->error < 0)
+                return;
+
+        pos.section = sec->name;
+        r = sec->open(st->userdata, &pos, arg, &st->section_data);
+        if (r < 0) {
+                st->error = r;
+                return;
+        }
+        st->section = sec;
+        st->section_bad = false;
 }
 
 /* inih's reader: one line per call, as fgets would; refuses what inih would cut silently. */
@@ -170,7 +194,8 @@ static char *reader(char *str, int num, void *stream) {
 
                 st->section_line = st->lineno;
                 st->error = 0;
-                check_section_line(st, p);
+                /* An indented "[" may be a continuation line to inih: only check those. */
+                check_section_line(st, p, p == line);
                 if (st->error < 0)
                         st->lines[st->lineno] |= LINE_REPORTED;
                 else
@@ -191,7 +216,14 @@ static int handler(void *user, const char *section, const char *name, const char
 
         pos.continuation = (size_t) lineno < st->n_lines && (st->lines[lineno] & LINE_INDENTED);
 
-        if (!st->section_raw || !streq(st->section_raw, section)) {
+        if (st->section_fresh) {
+                /* The reader opened this section at its header. */
+                st->section_fresh = false;
+                free(st->section_raw);
+                st->section_raw = strdup(section);
+                if (!st->section_raw)
+                        return (st->error = log_oom()), 1;
+        } else if (!st->section_raw || !streq(st->section_raw, section)) {
                 _cleanup_free_ char *sname = NULL, *arg = NULL;
 
                 /* A new section: open it (the reader already reported unknown ones). */

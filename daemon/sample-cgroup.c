@@ -50,6 +50,10 @@ int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler *
         return 0;
 }
 
+void cgroup_sampler_set_config(CgroupSampler *s, const Config *config) {
+        s->config = config;
+}
+
 static void close_fd(int *fd) {
         if (*fd >= 0)
                 close(*fd);

@@ -133,6 +133,15 @@ ProcSampler *sampling_proc_sampler(Sampling *s) {
         return s->procs;
 }
 
+void sampling_set_config(Sampling *s, const Config *config) {
+        s->config = config;
+        cgroup_sampler_set_config(s->groups, config);
+}
+
+void sampling_set_task_tracking(Sampling *s, bool task_tracking) {
+        s->opts.task_tracking = task_tracking;
+}
+
 unsigned sampling_rounds(const Sampling *s) {
         return s->rounds;
 }

@@ -18,6 +18,7 @@ typedef struct SimGroup {
         char shares[32];
         char subtree[64];
         bool gone;
+        bool inherit_ok;             /* v2-like: an empty cpuset.cpus is allowed */
 } SimGroup;
 
 typedef struct Sim {
@@ -72,6 +73,13 @@ static int sim_write(void *userdata, _unused_ const char *h, const char *group, 
 
                 if (cpumask_parse_list(value, &m) < 0)
                         return -EINVAL;
+                if (cpumask_empty(&m)) {
+                        if (!g->inherit_ok)
+                                return -ENOSPC;
+                        g->cpus = m;
+                        s->writes++;
+                        return 0;
+                }
                 for (size_t i = 0; i < s->n; i++) {
                         SimGroup *o = &s->g[i];
 
@@ -475,14 +483,36 @@ static void test_rollback_of_a_move(_unused_ void **state) {
         done(w, ELEMENTSOF(w));
 }
 
-static void test_weight_conversion(_unused_ void **state) {
-        assert_int_equal(shares_to_weight(1024), 100);
-        assert_int_equal(shares_to_weight(2), 1);
-        assert_int_equal(shares_to_weight(262144), 10000);
-        assert_int_equal(shares_to_weight(2048), 200);
-        assert_int_equal(weight_to_shares(100), 1024);
-        assert_int_equal(weight_to_shares(1), 10);
-        assert_int_equal(weight_to_shares(10000), 102400);
+static void test_restore_inside_a_shrunk_parent(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CpuMask online;
+        CgWrite w[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "1") };
+
+        /* CPU 3 went offline and came back: v1 gave it back to nobody, so /peltd holds 0-2,4-7 now. */
+        assert_int_equal(cpumask_parse_list("0-7", &online), 0);
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, 1, false), 0);
+        assert_int_equal(cpumask_parse_list("0-2,4-7", &sim_find(&sim, "/peltd")->cpus), 0);
+
+        /* batch's original 0-3 cannot come back whole: it gets what its parent allows, and is done. */
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(cpus_of("/peltd/batch"), "0-2");
+        assert_int_equal(o->n_entries, 0);
+        done(w, 1);
+}
+
+static void test_restore_v2_inherit(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CpuMask online;
+
+        /* v2: a cpuset.cpus that was empty (the parent's CPUs) goes back to empty. */
+        assert_int_equal(cpumask_parse_list("0-7", &online), 0);
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_record(o, "cpuset", "/peltd/web", "cpuset.cpus", "", "0-7"), 0);
+        sim_find(&sim, "/peltd/web")->inherit_ok = true;
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_true(cpumask_empty(&sim_find(&sim, "/peltd/web")->cpus));
+        assert_int_equal(o->n_entries, 0);
 }
 
 static int setup(_unused_ void **state) {
@@ -509,11 +539,12 @@ int main(void) {
                 cmocka_unit_test_setup(test_restore, setup_test),
                 cmocka_unit_test_setup(test_restore_narrowing_order_and_subtree_control, setup_test),
                 cmocka_unit_test_setup(test_restore_failure_is_kept, setup_test),
+                cmocka_unit_test_setup(test_restore_inside_a_shrunk_parent, setup_test),
+                cmocka_unit_test_setup(test_restore_v2_inherit, setup_test),
                 cmocka_unit_test_setup(test_placement_v1_descendants, setup_test),
                 cmocka_unit_test_setup(test_placement_v2_and_systemd, setup_test),
                 cmocka_unit_test_setup(test_disjoint_move, setup_test),
                 cmocka_unit_test_setup(test_rollback_of_a_move, setup_test),
-                cmocka_unit_test(test_weight_conversion),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -12,6 +12,7 @@
 
 #include "machine-lock.h"
 #include "peltd/apply-cgroup.h"
+#include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
 
@@ -20,7 +21,8 @@
 
 static char base[64];        /* "/peltd-test-PID" */
 static char statepath[128];
-static CgroupRoots roots;
+static CgroupFs *fs;
+static CgroupAccess cg_access;
 static CgroupIO io;
 static CpuMask online;
 static char all_cpus[64];
@@ -75,10 +77,11 @@ static int setup(_unused_ void **state) {
         snprintf(statepath, sizeof statepath, "/tmp/peltd-test-apply-kernel-%d/originals", (int) getpid());
         atexit(cleanup_tree);
 
-        if (rootdir_open(CPUSET_MOUNT, &roots.cpuset) < 0 || rootdir_open(CPU_MOUNT, &roots.cpu) < 0)
+        if (cgroup_fs_open_v1(CPU_MOUNT, NULL, CPUSET_MOUNT, &fs) < 0)
                 return -1;
-        io = cgroup_io_real(&roots);
-        if (rootdir_read_string(roots.cpuset, "cpuset.effective_cpus", &s) < 0 || cpumask_parse_list(s, &online) < 0)
+        cg_access = (CgroupAccess){ .fs = fs };
+        io = cgroup_io_real(&cg_access);
+        if (rootdir_read_string(fs->cpuset, "cpuset.effective_cpus", &s) < 0 || cpumask_parse_list(s, &online) < 0)
                 return -1;
         cpumask_format(&online, all_cpus, sizeof all_cpus);
         return 0;
@@ -86,8 +89,7 @@ static int setup(_unused_ void **state) {
 
 static int teardown(_unused_ void **state) {
         cleanup_tree();
-        rootdir_free(roots.cpuset);
-        rootdir_free(roots.cpu);
+        cgroup_fs_free(fs);
         return 0;
 }
 

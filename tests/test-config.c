@@ -286,6 +286,25 @@ static void test_cgroup_paths(_unused_ void **state) {
         assert_true(cgroup_path_under("/x", "/"));
 }
 
+/* Every header opens its section: a repeated one merges key by key, an empty one still counts. */
+static void test_repeated_and_empty_sections(_unused_ void **state) {
+        _cleanup_free_ char *log = NULL;
+        Config *c = NULL;
+        const GroupConfig *g;
+        int r;
+
+        log = load_capture("[Group /a]\nShares=100\n[Daemon]\nPolicy=power\n[Group /a]\nMinCPUs=2\n[Group /b]\n", &r, &c);
+        assert_int_equal(r, 0);
+        g = config_find_group(c, "/a");
+        assert_non_null(g);
+        assert_int_equal(g->shares, 100);
+        assert_int_equal(g->min_cpus, 2);
+        assert_int_equal(g->source_line, 1);
+        assert_non_null(config_find_group(c, "/b"));
+        assert_int_equal(c->n_group_configs, 2);
+        config_free(c);
+}
+
 static void test_policy_names(_unused_ void **state) {
         assert_int_equal(policy_from_string("power"), POLICY_POWER);
         assert_int_equal(policy_from_string("performance"), POLICY_PERFORMANCE);
@@ -317,6 +336,7 @@ int main(void) {
                 cmocka_unit_test(test_missing_file),
                 cmocka_unit_test(test_dropins_override_key_by_key),
                 cmocka_unit_test(test_cgroup_paths),
+                cmocka_unit_test(test_repeated_and_empty_sections),
                 cmocka_unit_test(test_policy_names),
         };
 

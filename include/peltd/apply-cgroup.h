@@ -84,10 +84,6 @@ typedef struct Placement {
         const char *unit;            /* APPLY_SYSTEMD: the unit */
 } Placement;
 
-/* systemd's conversions between cpu.shares and cpu.weight. */
-uint64_t shares_to_weight(uint64_t shares);
-uint64_t weight_to_shares(uint64_t weight);
-
 /*
  * The writes that put a group on its CPUs with its shares: the group's own cpuset, and those of
  * its descendants that have their own (narrowed with it: each keeps the part of its original set
@@ -99,18 +95,15 @@ int placement_writes(const CgroupIO *io, const Originals *originals, const Place
 void cg_writes_free(CgWrite *w, size_t n);
 
 /*
- * The real cgroupfs as a CgroupIO: "cpuset", "cpu", "cpuacct" and "unified" name a RootDir each
- * (NULL where that hierarchy is not mounted); "systemd" names unit properties set through bus
- * (group = the unit, file = "AllowedCPUs" or "CPUWeight"; bus may be NULL when unused).
+ * The real cgroupfs as a CgroupIO: "cpuset", "cpu", "cpuacct" and "unified" name fs's hierarchies
+ * (a hierarchy that is not mounted reads as missing); "systemd" names unit properties set through
+ * bus (group = the unit, file = "AllowedCPUs" or "CPUWeight"; bus may be NULL where unused).
  */
-typedef struct RootDir RootDir;
+typedef struct CgroupFs CgroupFs;
 
-typedef struct CgroupRoots {
-        RootDir *cpuset;
-        RootDir *cpu;
-        RootDir *cpuacct;
-        RootDir *unified;
+typedef struct CgroupAccess {
+        const CgroupFs *fs;
         struct sd_bus *bus;
-} CgroupRoots;
+} CgroupAccess;
 
-CgroupIO cgroup_io_real(CgroupRoots *roots);
+CgroupIO cgroup_io_real(CgroupAccess *access);

@@ -67,6 +67,8 @@ typedef struct CgroupSampler CgroupSampler;
 
 /* Does not take ownership of fs or config. */
 int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler **ret);
+/* A new configuration for the next walk (it must outlive the sampler). */
+void cgroup_sampler_set_config(CgroupSampler *s, const Config *config);
 CgroupSampler *cgroup_sampler_free(CgroupSampler *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupSampler *, cgroup_sampler_free);
 #define _cleanup_cgroup_sampler_ _cleanup_(cgroup_sampler_freep)

@@ -62,6 +62,14 @@ Sampling *sampling_free(Sampling *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Sampling *, sampling_free);
 #define _cleanup_sampling_ _cleanup_(sampling_freep)
 
+/*
+ * A reloaded configuration (CgroupRoot=, Groups=) takes effect at the next task round; the
+ * tracked averages are kept. config must outlive the sampler.
+ */
+void sampling_set_config(Sampling *s, const Config *config);
+/* TaskTracking= switched: without it threads are not read and groups' runnable is their util. */
+void sampling_set_task_tracking(Sampling *s, bool task_tracking);
+
 /* A round at now. The first is the baseline. Returns 0 or a negative errno (a hierarchy or /proc unreadable). */
 int sampling_round(Sampling *s, uint64_t now_ns, bool task_round);
 

@@ -1,0 +1,1006 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+
+#include "peltd/pelt.h"
+#include "peltd/policy.h"
+
+/*
+ * One round of placement:
+ *
+ *   1. per group: its demand (the maximum util over the last rounds; runnable where it waits for
+ *      CPU), its candidate CPUs (online, not isolated, inside the allowed CPUs and the NUMA nodes of
+ *      cpuset.mems, on asymmetric machines inside the classes its biggest task fits), and how it is
+ *      placed: left alone, spread (performance), packed (power) or chosen by energy (balanced);
+ *   2. the load of groups left alone and of spread groups is laid down first (per-CPU util, as the
+ *      energy model spreads it), so that packing sees what is already there;
+ *   3. packed and chosen groups are placed in order, each on top of the ones before;
+ *   4. with history, the stability rules turn each proposal into the set actually planned.
+ */
+
+typedef enum PlaceMode {
+        PLACE_LEAVE,                 /* left alone: keeps its current set */
+        PLACE_SPREAD,                /* every candidate CPU */
+        PLACE_PACK,                  /* the fewest packages, clusters, cores (or lowest classes) that fit */
+        PLACE_CHOOSE,                /* spread or pack, whichever the energy model says is cheaper */
+} PlaceMode;
+
+typedef struct GroupPlan {
+        PlaceMode mode;
+        Policy policy;
+        CpuMask candidates;
+        double demand;
+        double util;                 /* this round's util, for the energy estimate */
+        double max_task_util;
+        bool waiting;
+        bool fit_restricted;         /* candidates cut to the classes its biggest task fits */
+        bool fits_none;              /* its biggest task fits no class: kept on the biggest */
+        bool fit_impossible;         /* no allowed CPU is of a class it fits */
+        bool short_bursts;
+        bool packed;                 /* balanced on asymmetric machines chose packing */
+        usec_t burst_usec;           /* the threshold it was compared with */
+        CpuMask proposal;
+        char prefix[POLICY_REASON_MAX];  /* what a packed group's reason starts with */
+        char reason[POLICY_REASON_MAX];
+        char note[96];               /* a restriction that had to be dropped, appended to the reason */
+} GroupPlan;
+
+typedef struct Planner {
+        const Topology *t;
+        const PolicyParams *params;
+        CpuMask usable;
+        /*
+         * Per CPU, the load laid down so far: by demand (what sets are sized and checked for), and
+         * by util (what the energy estimate runs on: the expected load, where demand is its
+         * recent maximum). Each with a copy of the part laid down before packing starts.
+         */
+        double *cpu_util;
+        double *cpu_energy;
+        double *base_util;
+        double *base_energy;
+        size_t *core_order;          /* smt_groups indices in packing order */
+        int *class_of;               /* per CPU: index into t->classes */
+        int *package_of;             /* per CPU: index into t->packages */
+        size_t *core_cpus;           /* per core (smt_groups index): its CPUs' indexes, from core_start[g] */
+        size_t *core_start;          /* n_smt_groups + 1 entries */
+} Planner;
+
+static void planner_done(Planner *p) {
+        free(p->cpu_util);
+        free(p->cpu_energy);
+        free(p->base_util);
+        free(p->base_energy);
+        free(p->core_order);
+        free(p->class_of);
+        free(p->package_of);
+        free(p->core_cpus);
+        free(p->core_start);
+}
+
+static int index_of_mask(const CpuMask *masks, size_t stride, size_t n, int cpu) {
+        for (size_t i = 0; i < n; i++)
+                if (cpumask_test((const CpuMask *) ((const uint8_t *) masks + i * stride), cpu))
+                        return (int) i;
+        return 0;
+}
+
+/* The packing order's key of a core: class, package, cluster (else LLC), first CPU. */
+static const Planner *sort_planner;
+
+static void core_key(const Planner *p, size_t g, int key[4]) {
+        const Topology *t = p->t;
+        int cpu = cpumask_first(&t->smt_groups[g]);
+        int i = energy_cpu_index(t, cpu);
+        int sub = 0;
+
+        if (i >= 0 && t->has_clusters && t->n_clusters > 0)
+                sub = index_of_mask(&t->clusters[0].cpus, sizeof(TopoGroup), t->n_clusters, cpu);
+        else if (i >= 0 && t->cpus[i].llc_index >= 0)
+                sub = t->cpus[i].llc_index;
+        key[0] = i >= 0 ? p->class_of[i] : 0;
+        key[1] = i >= 0 ? p->package_of[i] : 0;
+        key[2] = sub;
+        key[3] = cpu;
+}
+
+static int compare_cores(const void *a, const void *b) {
+        int ka[4], kb[4];
+
+        core_key(sort_planner, *(const size_t *) a, ka);
+        core_key(sort_planner, *(const size_t *) b, kb);
+        for (size_t i = 0; i < 4; i++)
+                if (ka[i] != kb[i])
+                        return ka[i] < kb[i] ? -1 : 1;
+        return 0;
+}
+
+static int planner_init(Planner *p, const Topology *t, const PolicyParams *params) {
+        *p = (Planner){ .t = t, .params = params };
+
+        cpumask_andnot(&p->usable, &t->online, &t->isolated);
+        p->cpu_util = new0(double, MAX(t->n_cpus, 1u));
+        p->cpu_energy = new0(double, MAX(t->n_cpus, 1u));
+        p->base_util = new0(double, MAX(t->n_cpus, 1u));
+        p->base_energy = new0(double, MAX(t->n_cpus, 1u));
+        p->core_order = new0(size_t, MAX(t->n_smt_groups, 1u));
+        p->class_of = new0(int, MAX(t->n_cpus, 1u));
+        p->package_of = new0(int, MAX(t->n_cpus, 1u));
+        p->core_cpus = new0(size_t, MAX(t->n_cpus, 1u));
+        p->core_start = new0(size_t, t->n_smt_groups + 1);
+        if (!p->cpu_util || !p->cpu_energy || !p->base_util || !p->base_energy || !p->core_order || !p->class_of || !p->package_of || !p->core_cpus ||
+            !p->core_start)
+                return -ENOMEM;
+
+        /* Each core's CPU indexes, in one array (counting sort by smt_index). */
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int g = t->cpus[i].smt_index;
+
+                if (g >= 0 && (size_t) g < t->n_smt_groups)
+                        p->core_start[g + 1]++;
+        }
+        for (size_t g = 0; g < t->n_smt_groups; g++)
+                p->core_start[g + 1] += p->core_start[g];
+        {
+                _cleanup_free_ size_t *fill = new0(size_t, t->n_smt_groups + 1);
+
+                if (!fill)
+                        return -ENOMEM;
+                for (size_t i = 0; i < t->n_cpus; i++) {
+                        int g = t->cpus[i].smt_index;
+
+                        if (g >= 0 && (size_t) g < t->n_smt_groups)
+                                p->core_cpus[p->core_start[g] + fill[g]++] = i;
+                }
+        }
+
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                int cpu = t->cpus[i].cpu;
+
+                if (t->n_classes > 0)
+                        p->class_of[i] = index_of_mask(&t->classes[0].cpus, sizeof(CapacityClass), t->n_classes, cpu);
+                if (t->n_packages > 0)
+                        p->package_of[i] = index_of_mask(&t->packages[0].cpus, sizeof(TopoGroup), t->n_packages, cpu);
+        }
+        for (size_t g = 0; g < t->n_smt_groups; g++)
+                p->core_order[g] = g;
+        /* qsort has no context argument in C11; the planner is single-threaded and pure. */
+        sort_planner = p;
+        qsort(p->core_order, t->n_smt_groups, sizeof(size_t), compare_cores);
+        sort_planner = NULL;
+        return 0;
+}
+
+static bool asymmetric(const Topology *t) {
+        return t->asymmetric && t->n_classes > 1;
+}
+
+static _printf_(2, 3) void reason_append(char *reason, const char *format, ...) {
+        size_t l = strlen(reason);
+        va_list ap;
+
+        if (l >= POLICY_REASON_MAX - 1)
+                return;
+        va_start(ap, format);
+        (void) vsnprintf(reason + l, POLICY_REASON_MAX - l, format, ap);
+        va_end(ap);
+}
+
+static double cpus_of(double util) {
+        return util / 1024.0;
+}
+
+/* The deepest idle state's target residency over a set, or the article's 100 µs when unknown. */
+static usec_t burst_threshold(const Topology *t, const CpuMask *m) {
+        usec_t r = 0;
+
+        CPUMASK_FOREACH(cpu, m) {
+                int i = energy_cpu_index(t, cpu);
+
+                if (i >= 0)
+                        r = MAX(r, t->cpus[i].idle_residency_usec);
+        }
+        return r > 0 ? r : POLICY_DEFAULT_BURST_USEC;
+}
+
+/* The package ids (not indexes) a set touches, for reasons: "package 0" / "packages 0, 1". */
+static void describe_package_ids(const Planner *p, const CpuMask *set, char *buf, size_t size) {
+        size_t n = 0, l;
+
+        buf[0] = 0;
+        for (size_t k = 0; k < p->t->n_packages; k++) {
+                if (!cpumask_intersects(&p->t->packages[k].cpus, set))
+                        continue;
+                l = strlen(buf);
+                snprintf(buf + l, size - l, "%s%d", n ? ", " : "", p->t->packages[k].id);
+                n++;
+        }
+        if (n == 0)
+                snprintf(buf, size, "no package");
+        else {
+                char tmp[128];
+
+                snprintf(tmp, sizeof tmp, "%s %s", n == 1 ? "package" : "packages", buf);
+                snprintf(buf, size, "%s", tmp);
+        }
+}
+
+static int count_cores(const Topology *t, const CpuMask *set) {
+        int n = 0;
+
+        for (size_t g = 0; g < t->n_smt_groups; g++)
+                if (cpumask_intersects(&t->smt_groups[g], set))
+                        n++;
+        return n;
+}
+
+/* Adds whole cores (their candidate CPUs) in packing order until set holds min_cpus CPUs. */
+static void extend_to_min(const Planner *p, const CpuMask *candidates, unsigned min_cpus, CpuMask *set) {
+        for (size_t k = 0; k < p->t->n_smt_groups && (unsigned) cpumask_count(set) < min_cpus; k++) {
+                CpuMask m;
+
+                cpumask_and(&m, &p->t->smt_groups[p->core_order[k]], candidates);
+                cpumask_or(set, set, &m);
+        }
+}
+
+/*
+ * power with one capacity class: the shortest prefix of the packing order (packages, then
+ * clusters or LLCs, then cores, all threads of a core together) whose capacity fits the demand on
+ * top of the load already there. A prefix fills package 0 before package 1 is touched, and a
+ * cluster before the next: the fewest packages, clusters and cores that fit.
+ *
+ * power on asymmetric machines: whole classes, lowest first, spilling upward until the demand
+ * fits; classes are frequency domains, so spreading inside a busy class is what runs it at its
+ * lowest operating point.
+ *
+ * Returns false when not even every candidate fits the demand (the set is then all of them).
+ */
+static bool pack(const Planner *p, const CpuMask *candidates, double demand, CpuMask *ret) {
+        const Topology *t = p->t;
+        double cap = 0, occ = 0;
+        CpuMask set;
+        int last_class = -1;
+
+        cpumask_zero(&set);
+        for (size_t k = 0; k < t->n_smt_groups; k++) {
+                size_t g = p->core_order[k];
+                unsigned core_cap = 0;
+                double core_occ = 0;
+                int n = 0, cls = -1;
+
+                for (size_t j = p->core_start[g]; j < p->core_start[g + 1]; j++) {
+                        size_t i = p->core_cpus[j];
+
+                        core_occ += p->cpu_util[i];
+                        if (!cpumask_test(candidates, t->cpus[i].cpu))
+                                continue;
+                        core_cap = MAX(core_cap, t->cpus[i].capacity);
+                        cls = p->class_of[i];
+                        n++;
+                }
+                if (n == 0)
+                        continue;
+
+                /* On asymmetric machines the unit is a class: stop only at a class boundary. */
+                if (asymmetric(t) && last_class >= 0 && cls != last_class && util_fits_capacity(demand + occ, cap))
+                        break;
+                if (!asymmetric(t) && !cpumask_empty(&set) && util_fits_capacity(demand + occ, cap))
+                        break;
+
+                for (size_t j = p->core_start[g]; j < p->core_start[g + 1]; j++) {
+                        int cpu = t->cpus[p->core_cpus[j]].cpu;
+
+                        if (cpumask_test(candidates, cpu))
+                                (void) cpumask_set(&set, cpu);
+                }
+                cap += core_cap * (n >= 2 ? 1.2 : 1.0);
+                occ += core_occ;
+                last_class = cls;
+        }
+        if (!util_fits_capacity(demand + occ, cap)) {
+                /* Not even every candidate fits: all of them, the most it can have. */
+                *ret = *candidates;
+                return false;
+        }
+        *ret = set;
+        return true;
+}
+
+static void describe_pack(const Planner *p, const GroupPlan *gp, const CpuMask *set, bool fits, char *buf, size_t size) {
+        const Topology *t = p->t;
+        char where[160];
+
+        if (!fits) {
+                snprintf(buf, size, "demand %.1f CPUs exceeds what its %d CPUs fit, all of them",
+                         cpus_of(gp->demand), cpumask_count(set));
+                return;
+        }
+        if (asymmetric(t)) {
+                unsigned lo = UINT32_MAX, hi = 0;
+
+                for (size_t c = 0; c < t->n_classes; c++)
+                        if (cpumask_intersects(&t->classes[c].cpus, set)) {
+                                lo = MIN(lo, t->classes[c].capacity);
+                                hi = MAX(hi, t->classes[c].capacity);
+                        }
+                if (lo == hi)
+                        snprintf(buf, size, "demand %.1f CPUs fits the %d CPUs of capacity %u", cpus_of(gp->demand),
+                                 cpumask_count(set), lo);
+                else
+                        snprintf(buf, size, "demand %.1f CPUs spills from capacity %u up to %u (%d CPUs)",
+                                 cpus_of(gp->demand), lo, hi, cpumask_count(set));
+                return;
+        }
+        describe_package_ids(p, set, where, sizeof where);
+        snprintf(buf, size, "demand %.1f CPUs fits %d core%s (%d CPUs) of %s", cpus_of(gp->demand),
+                 count_cores(t, set), count_cores(t, set) == 1 ? "" : "s", cpumask_count(set), where);
+}
+
+/* Where the candidates were cut by the fit rule, say so. */
+static void describe_fit(const GroupPlan *gp, char *reason) {
+        if (gp->fits_none)
+                reason_append(reason, "; its biggest task (%.0f) fits no class, kept on the biggest", gp->max_task_util);
+        else if (gp->fit_impossible)
+                reason_append(reason, "; no allowed CPU fits its biggest task (%.0f)", gp->max_task_util);
+        else if (gp->fit_restricted)
+                reason_append(reason, "; only classes its biggest task (%.0f) fits", gp->max_task_util);
+}
+
+static void spread_reason(const GroupPlan *gp, char *reason) {
+        int n = cpumask_count(&gp->proposal);
+
+        if (gp->policy == POLICY_BALANCED) {
+                if (gp->burst_usec > 0)
+                        snprintf(reason, POLICY_REASON_MAX, "balanced: long-running (%" PRIu64 " µs runs), spread over all %d allowed CPUs",
+                                 gp->burst_usec, n);
+                else
+                        snprintf(reason, POLICY_REASON_MAX, "balanced: long-running, spread over all %d allowed CPUs", n);
+        } else
+                snprintf(reason, POLICY_REASON_MAX, "performance: all %d allowed CPUs", n);
+        describe_fit(gp, reason);
+}
+
+static void place_spread(Planner *p, GroupPlan *gp, unsigned min_cpus _unused_) {
+        gp->proposal = gp->candidates;
+        energy_spread(p->t, &gp->proposal, gp->demand, p->cpu_util);
+        energy_spread(p->t, &gp->proposal, gp->util, p->cpu_energy);
+}
+
+static void place_pack(Planner *p, GroupPlan *gp, unsigned min_cpus, const char *prefix) {
+        char what[200];
+        bool fits;
+        int before;
+
+        fits = pack(p, &gp->candidates, gp->demand, &gp->proposal);
+        describe_pack(p, gp, &gp->proposal, fits, what, sizeof what);
+        if (fits && !asymmetric(p->t)) {
+                double there = 0;
+
+                CPUMASK_FOREACH(cpu, &gp->proposal) {
+                        int i = energy_cpu_index(p->t, cpu);
+
+                        if (i >= 0)
+                                there += p->cpu_util[i];
+                }
+                /* The set is sized with the other groups' load on it: say so, or it looks too wide. */
+                if (there > 0)
+                        snprintf(what + strlen(what), sizeof what - strlen(what), " with %.1f CPUs of others' load",
+                                 cpus_of(there));
+        }
+        before = cpumask_count(&gp->proposal);
+        extend_to_min(p, &gp->candidates, min_cpus, &gp->proposal);
+        gp->reason[0] = 0;
+        reason_append(gp->reason, "%s%s", isempty(prefix) ? gp->prefix : prefix, what);
+        if (cpumask_count(&gp->proposal) > before)
+                reason_append(gp->reason, ", widened to %d CPUs by MinCPUs=%u", cpumask_count(&gp->proposal), min_cpus);
+        else if (min_cpus > 0 && (unsigned) cpumask_count(&gp->proposal) < min_cpus)
+                reason_append(gp->reason, ", only %d allowed CPUs for MinCPUs=%u", cpumask_count(&gp->proposal), min_cpus);
+        describe_fit(gp, gp->reason);
+        energy_spread(p->t, &gp->proposal, gp->demand, p->cpu_util);
+        energy_spread(p->t, &gp->proposal, gp->util, p->cpu_energy);
+}
+
+/*
+ * Lays the packed and chosen groups down on top of base, in order: packed groups and chosen groups
+ * with packed[i] set are packed, the other chosen groups spread. Returns the plan's energy; sets
+ * *ret_admissible to false when a chosen group that is packed has a CPU over 80% busy.
+ */
+static double lay_down(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t n, const bool *packed,
+                       bool *ret_admissible) {
+        const Topology *t = p->t;
+        bool admissible = true;
+
+        memcpy(p->cpu_util, p->base_util, sizeof(double) * t->n_cpus);
+        memcpy(p->cpu_energy, p->base_energy, sizeof(double) * t->n_cpus);
+        for (size_t i = 0; i < n; i++) {
+                unsigned min_cpus = groups[i].config ? groups[i].config->min_cpus : 0;
+
+                if (gps[i].mode == PLACE_PACK || (gps[i].mode == PLACE_CHOOSE && packed[i]))
+                        place_pack(p, &gps[i], min_cpus, "");
+                else if (gps[i].mode == PLACE_CHOOSE)
+                        place_spread(p, &gps[i], min_cpus);
+                else
+                        continue;
+
+                /*
+                 * As EAS decides: at the moment a group is packed, on the load there so far. Groups
+                 * placed after it see its load and answer for their own.
+                 */
+                if (gps[i].mode == PLACE_CHOOSE && packed[i] && !cpumask_equal(&gps[i].proposal, &gps[i].candidates) &&
+                    energy_overutilized(t, p->cpu_util, &gps[i].proposal))
+                        admissible = false;
+        }
+        if (ret_admissible)
+                *ret_admissible = admissible;
+        return energy_estimate(t, p->params->energy_model, p->cpu_energy);
+}
+
+/*
+ * balanced on asymmetric machines: each group packed or spread, whichever the energy model says
+ * is cheaper, as long as packing runs none of its CPUs over 80% busy. The choices interact (a busy
+ * cluster's static cost is shared, a domain's operating point follows its busiest CPU), so each
+ * group's choice is made on the whole plan's energy given the others': starting from the cheaper
+ * of "all packed" and "all spread", each group in turn takes the other placement when that lowers
+ * the plan's energy, until no group changes (a few passes at most). The result is never costlier
+ * than either uniform plan.
+ */
+#define CHOOSE_MAX_PASSES 3
+
+/* Whether e_new is cheaper than e_old by enough to leave the placement a group had. */
+static bool cheaper(double e_new, double e_old, bool leaving) {
+        return leaving ? e_new < e_old * (1.0 - POLICY_CHOICE_MARGIN) : e_new < e_old;
+}
+
+static int choose(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t n, const int *previous) {
+        _cleanup_free_ bool *packed = new0(bool, MAX(n, 1u)), *all = new0(bool, MAX(n, 1u));
+        double e, e_spread, e_pack;
+        bool any = false, adm, have_previous = false;
+
+        if (!packed || !all)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                any = any || gps[i].mode == PLACE_CHOOSE;
+                have_previous = have_previous || (gps[i].mode == PLACE_CHOOSE && previous && previous[i] >= 0);
+        }
+        if (!any) {
+                (void) lay_down(p, groups, gps, n, packed, NULL);
+                return 0;
+        }
+
+        /* The uniform plans; ties go to packing. */
+        e_spread = lay_down(p, groups, gps, n, packed, NULL);
+        for (size_t i = 0; i < n; i++)
+                all[i] = gps[i].mode == PLACE_CHOOSE;
+        e_pack = lay_down(p, groups, gps, n, all, &adm);
+        if (!adm)
+                e_pack = INFINITY;
+
+        /* Start from what the groups had (new ones packed), unless a uniform plan is clearly cheaper. */
+        if (have_previous) {
+                for (size_t i = 0; i < n; i++)
+                        packed[i] = gps[i].mode == PLACE_CHOOSE && (previous[i] < 0 || previous[i] > 0);
+                e = lay_down(p, groups, gps, n, packed, &adm);
+                if (!adm)
+                        e = INFINITY;
+        } else
+                e = INFINITY;
+        if (cheaper(e_pack, e, have_previous) && e_pack <= e_spread) {
+                memcpy(packed, all, sizeof(bool) * n);
+                e = e_pack;
+        } else if (cheaper(e_spread, e, have_previous)) {
+                memset(packed, 0, sizeof(bool) * n);
+                e = e_spread;
+        }
+
+        for (unsigned pass = 0; pass < CHOOSE_MAX_PASSES; pass++) {
+                bool changed = false;
+
+                for (size_t i = 0; i < n; i++) {
+                        bool leaving;
+                        double e_flip;
+
+                        if (gps[i].mode != PLACE_CHOOSE)
+                                continue;
+                        leaving = previous && previous[i] >= 0 && (previous[i] > 0) == packed[i];
+                        packed[i] = !packed[i];
+                        e_flip = lay_down(p, groups, gps, n, packed, &adm);
+                        if (adm && (cheaper(e_flip, e, leaving) || (e_flip == e && packed[i] && !leaving))) {
+                                e = e_flip;
+                                changed = true;
+                        } else
+                                packed[i] = !packed[i];
+                }
+                if (!changed)
+                        break;
+        }
+
+        for (size_t i = 0; i < n; i++)
+                gps[i].packed = packed[i];
+
+        {
+                /* Each chosen group's reason names what the other placement would have cost. */
+                _cleanup_free_ double *e_other = new0(double, n);
+                _cleanup_free_ bool *adm_other = new0(bool, n);
+
+                if (!e_other || !adm_other)
+                        return -ENOMEM;
+                for (size_t i = 0; i < n; i++) {
+                        if (gps[i].mode != PLACE_CHOOSE)
+                                continue;
+                        packed[i] = !packed[i];
+                        e_other[i] = lay_down(p, groups, gps, n, packed, &adm_other[i]);
+                        packed[i] = !packed[i];
+                }
+                (void) lay_down(p, groups, gps, n, packed, NULL);
+
+                for (size_t i = 0; i < n; i++) {
+                        GroupPlan *gp = &gps[i];
+
+                        if (gp->mode != PLACE_CHOOSE)
+                                continue;
+                        if (packed[i]) {
+                                char what[POLICY_REASON_MAX];
+
+                                snprintf(what, sizeof what, "%s", gp->reason);
+                                gp->reason[0] = 0;
+                                if (cpumask_equal(&gp->proposal, &gp->candidates))
+                                        reason_append(gp->reason, "balanced: packed and spread agree: %s", what);
+                                else if (e_other[i] < e)
+                                        reason_append(gp->reason, "balanced: stays packed (spreading saves under %.0f%%: energy %.0f vs %.0f): %s",
+                                                      POLICY_CHOICE_MARGIN * 100, e_other[i], e, what);
+                                else
+                                        reason_append(gp->reason, "balanced: packed costs less (energy %.0f < %.0f spread): %s",
+                                                      e, e_other[i], what);
+                        } else {
+                                if (!adm_other[i])
+                                        snprintf(gp->reason, sizeof gp->reason,
+                                                 "balanced: packing would run a CPU over 80%%, spread over all %d allowed CPUs",
+                                                 cpumask_count(&gp->proposal));
+                                else if (e_other[i] < e)
+                                        snprintf(gp->reason, sizeof gp->reason,
+                                                 "balanced: stays spread over all %d allowed CPUs (packing saves under %.0f%%: energy %.0f vs %.0f)",
+                                                 cpumask_count(&gp->proposal), POLICY_CHOICE_MARGIN * 100, e_other[i], e);
+                                else
+                                        snprintf(gp->reason, sizeof gp->reason,
+                                                 "balanced: spread costs less (energy %.0f <= %.0f packed), all %d allowed CPUs",
+                                                 e, e_other[i], cpumask_count(&gp->proposal));
+                                describe_fit(gp, gp->reason);
+                        }
+                }
+                return 0;
+        }
+
+}
+
+/* The first core in packing order with a candidate CPU outside set: one step wider. */
+static bool widen_one_core(const Planner *p, const CpuMask *candidates, CpuMask *set) {
+        for (size_t k = 0; k < p->t->n_smt_groups; k++) {
+                CpuMask m;
+
+                cpumask_and(&m, &p->t->smt_groups[p->core_order[k]], candidates);
+                cpumask_andnot(&m, &m, set);
+                if (!cpumask_empty(&m)) {
+                        cpumask_or(set, set, &m);
+                        return true;
+                }
+        }
+        return false;
+}
+
+static bool big_change(double demand, double planned) {
+        double d = fabs(demand - planned);
+
+        return d > POLICY_BIG_CHANGE_RATIO * planned && d > POLICY_BIG_CHANGE_UTIL;
+}
+
+/*
+ * The stability rules. Widening (and dropping CPUs a group may no longer use: offline, isolated,
+ * outside its allowed CPUs or of a class its biggest task does not fit) happens at once. A
+ * proposal that drops any other CPU of the current set is a narrowing: it is applied when narrower
+ * proposals have held for POLICY_NARROW_HOLD_ROUNDS rounds in a row (the set then becomes the
+ * union of those proposals, the widest of them when they are nested), or at once when demand
+ * moved by more than 25% and 32/1024 since the set was chosen; either way at most once per
+ * POLICY_NARROW_INTERVAL_USEC. Meanwhile the CPUs a proposal adds are added. A group waiting for
+ * CPU is never narrowed, and grows by at least one core.
+ */
+static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h, usec_t now, CpuMask *ret) {
+        CpuMask cur, added, removed, final;
+
+        cur = h->placed ? h->cpus : g->cpus;
+        cpumask_and(&cur, &cur, &gp->candidates);
+        if (cpumask_empty(&cur)) {
+                h->held_rounds = 0;
+                *ret = gp->proposal;
+                return;
+        }
+
+        cpumask_andnot(&added, &gp->proposal, &cur);
+        cpumask_andnot(&removed, &cur, &gp->proposal);
+        cpumask_or(&final, &cur, &added);
+
+        if (gp->waiting) {
+                h->held_rounds = 0;
+                if (cpumask_empty(&added) && widen_one_core(p, &gp->candidates, &final))
+                        reason_append(gp->reason, "; waiting for CPU (runnable %.0f > util %.0f): widened to %d CPUs",
+                                      g->runnable, g->util, cpumask_count(&final));
+                else if (!cpumask_empty(&removed))
+                        reason_append(gp->reason, "; waiting for CPU (runnable %.0f > util %.0f): not narrowed",
+                                      g->runnable, g->util);
+                *ret = final;
+                return;
+        }
+
+        if (cpumask_empty(&removed)) {
+                h->held_rounds = 0;
+                *ret = final;
+                return;
+        }
+
+        h->narrower[h->held_rounds % POLICY_NARROW_HOLD_ROUNDS] = gp->proposal;
+        h->held_rounds++;
+
+        bool big = h->placed && big_change(gp->demand, h->planned_demand);
+        bool held = h->held_rounds >= POLICY_NARROW_HOLD_ROUNDS;
+        bool too_soon = h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC;
+
+        if ((held || big) && !too_soon) {
+                CpuMask target = gp->proposal;
+
+                if (!big)
+                        for (unsigned k = 0; k < POLICY_NARROW_HOLD_ROUNDS; k++)
+                                cpumask_or(&target, &target, &h->narrower[k]);
+                cpumask_and(&target, &target, &gp->candidates);
+                cpumask_or(&target, &target, &gp->proposal);
+                h->narrowed = true;
+                h->last_narrow_usec = now;
+                h->held_rounds = 0;
+                *ret = target;
+                return;
+        }
+
+        if (too_soon)
+                reason_append(gp->reason, "; narrowing from %d CPUs waits %.1f s (at most once per %u s)",
+                              cpumask_count(&final),
+                              (double) (POLICY_NARROW_INTERVAL_USEC - (now - h->last_narrow_usec)) / USEC_PER_SEC,
+                              (unsigned) (POLICY_NARROW_INTERVAL_USEC / USEC_PER_SEC));
+        else
+                reason_append(gp->reason, "; keeping %d CPUs until the narrower plan holds (%u of %u rounds)",
+                              cpumask_count(&final), h->held_rounds, POLICY_NARROW_HOLD_ROUNDS);
+        *ret = final;
+}
+
+/* Step 1: demand, candidates, mode; the history takes this round's sample. */
+/* Whether a group can run where it is: on an online CPU (isolated ones run tasks too). */
+static bool has_online(const Planner *p, const CpuMask *cpus) {
+        return cpumask_intersects(cpus, &p->t->online);
+}
+
+static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t now, GroupPlan *gp, PolicyResult *r) {
+        const Topology *t = p->t;
+        const GroupConfig *c = g->config;
+        double demand = g->util;
+        unsigned nr = MAX(g->nr_threads, 1u);
+
+        *gp = (GroupPlan){ .mode = PLACE_LEAVE };
+        *r = (PolicyResult){ .cpus = g->cpus, .shares = g->shares };
+
+        if (c && c->shares > 0) {
+                r->shares = c->shares;
+                r->shares_set = true;
+        }
+        gp->policy = c && c->policy >= 0 ? c->policy : p->params->policy;
+        r->policy = gp->policy;
+
+        if (h) {
+                if (!h->seen) {
+                        h->seen = true;
+                        h->first_seen_usec = now;
+                }
+                h->util[h->n_util % POLICY_UTIL_SAMPLES] = g->util;
+                h->n_util++;
+                for (unsigned k = 0; k < MIN(h->n_util, (unsigned) POLICY_UTIL_SAMPLES); k++)
+                        demand = MAX(demand, h->util[k]);
+        }
+        gp->waiting = g->runnable > g->util * (1.0 + POLICY_WAIT_RATIO) &&
+                      g->runnable - g->util > POLICY_WAIT_UTIL;
+        if (gp->waiting)
+                demand = MAX(demand, g->runnable);
+        gp->demand = MAX(demand, 0.0);
+        gp->util = MAX(g->util, 0.0);
+        r->demand = gp->demand;
+        gp->max_task_util = g->max_task_util >= 0 ? g->max_task_util : g->util / nr;
+
+        if (c && c->manage == 0) {
+                snprintf(r->reason, sizeof r->reason, "Manage=no: left alone");
+                return;
+        }
+        if (g->pinned_narrower) {
+                snprintf(r->reason, sizeof r->reason, "its threads pin themselves narrower than its cpuset: left alone");
+                return;
+        }
+        if (h && now - h->first_seen_usec < POLICY_MIN_HISTORY_USEC) {
+                snprintf(r->reason, sizeof r->reason, "learning its load: %.1f s of history, placing after %.0f s",
+                         (double) (now - h->first_seen_usec) / USEC_PER_SEC, (double) POLICY_MIN_HISTORY_USEC / USEC_PER_SEC);
+                return;
+        }
+
+        /* Candidates: online, not isolated, allowed (operator and parent), in cpuset.mems' nodes. */
+        gp->candidates = p->usable;
+        if (g->has_allowed)
+                cpumask_and(&gp->candidates, &gp->candidates, &g->allowed);
+        if (c && c->has_allowed_cpus) {
+                CpuMask cut;
+
+                /*
+                 * AllowedCPUs= with none of its CPUs usable (offline, isolated, outside the parent)
+                 * while the group has no online CPU either (v1 empties a cpuset whose CPUs all went
+                 * offline, and moves its tasks out): never an empty set wins, and the parent's CPUs
+                 * stand in until one of its own comes back. Otherwise it is left alone, below.
+                 */
+                cpumask_and(&cut, &gp->candidates, &c->allowed_cpus);
+                if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
+                        snprintf(gp->note, sizeof gp->note, "; no usable CPU in AllowedCPUs=, on its parent's CPUs until one is");
+                else
+                        gp->candidates = cut;
+        }
+        if (g->has_mems) {
+                CpuMask nodes, cut;
+
+                cpumask_zero(&nodes);
+                for (size_t k = 0; k < t->n_numa_nodes; k++)
+                        if (t->numa_nodes[k].id >= 0 && cpumask_test(&g->mems, t->numa_nodes[k].id))
+                                cpumask_or(&nodes, &nodes, &t->numa_nodes[k].cpus);
+                /* No usable CPU near its memory, and no online one where it is: any usable CPU rather than none. */
+                cpumask_and(&cut, &gp->candidates, &nodes);
+                if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
+                        snprintf(gp->note, sizeof gp->note, "; no usable CPU in the NUMA nodes of its memory");
+                else
+                        gp->candidates = cut;
+        }
+        if (cpumask_empty(&gp->candidates)) {
+                snprintf(r->reason, sizeof r->reason,
+                         "no online, non-isolated CPU in its allowed CPUs%s: left alone", g->has_mems ? " and NUMA nodes" : "");
+                return;
+        }
+
+        /* A task fits a class when its util fits one CPU of it; one that fits none goes to the biggest. */
+        if (asymmetric(t)) {
+                CpuMask fit, cut;
+
+                cpumask_zero(&fit);
+                for (size_t k = 0; k < t->n_classes; k++)
+                        if (util_fits_capacity(gp->max_task_util, t->classes[k].capacity))
+                                cpumask_or(&fit, &fit, &t->classes[k].cpus);
+                if (cpumask_empty(&fit)) {
+                        fit = t->classes[t->n_classes - 1].cpus;
+                        gp->fits_none = true;
+                }
+                cpumask_and(&cut, &gp->candidates, &fit);
+                if (cpumask_empty(&cut))
+                        gp->fit_impossible = true;
+                else {
+                        gp->fit_restricted = !cpumask_equal(&cut, &gp->candidates) && !gp->fits_none;
+                        gp->candidates = cut;
+                }
+        }
+
+        switch (gp->policy) {
+        case POLICY_PERFORMANCE:
+                gp->mode = PLACE_SPREAD;
+                break;
+        case POLICY_POWER:
+                gp->mode = PLACE_PACK;
+                break;
+        default:
+                gp->policy = POLICY_BALANCED;
+                if (asymmetric(t))
+                        gp->mode = PLACE_CHOOSE;
+                else {
+                        usec_t th = burst_threshold(t, &gp->candidates);
+
+                        gp->short_bursts = g->avg_slice_usec > 0 && g->avg_slice_usec < th;
+                        gp->burst_usec = g->avg_slice_usec;
+                        gp->mode = gp->short_bursts ? PLACE_PACK : PLACE_SPREAD;
+                        if (gp->short_bursts)
+                                snprintf(gp->reason, sizeof gp->reason, "balanced: short bursts (%" PRIu64 " µs < %" PRIu64
+                                         " µs residency), packed: ", g->avg_slice_usec, th);
+                }
+                break;
+        }
+        r->policy = gp->policy;
+        r->managed = true;
+}
+
+/*
+ * Under contention a group gets what its shares win, not what it wants. Where more demand lies on a
+ * group's CPUs than they fit, estimate that (seed 009): each group's shares are split over its CPUs
+ * in proportion to its load there (pelt_shares_split()), and on each CPU a group gets the CPU's
+ * capacity in proportion to its part of the shares present. The estimate goes into the reason.
+ */
+static int explain_contention(const Planner *p, const PolicyGroup *groups, const GroupPlan *gps, PolicyResult *ret, size_t n) {
+        const Topology *t = p->t;
+        size_t nc = MAX(t->n_cpus, 1u);
+        _cleanup_free_ double *load = NULL, *present = NULL;
+        _cleanup_free_ uint64_t *split = NULL, *iload = NULL;
+        bool any = false;
+
+        /* Contended: the demand on a managed group's set does not fit it. */
+        for (size_t i = 0; i < n && !any; i++)
+                if (ret[i].managed) {
+                        double there = 0;
+
+                        CPUMASK_FOREACH(cpu, &ret[i].cpus) {
+                                int k = energy_cpu_index(t, cpu);
+
+                                if (k >= 0)
+                                        there += p->cpu_util[k];
+                        }
+                        any = !util_fits_capacity(there, energy_set_capacity(t, &ret[i].cpus));
+                }
+        if (!any)
+                return 0;
+
+        load = new0(double, n * nc);
+        split = new0(uint64_t, n * nc);
+        iload = new0(uint64_t, nc);
+        present = new0(double, nc);
+        if (!load || !split || !iload || !present)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                energy_spread(t, &ret[i].cpus, gps[i].demand, load + i * nc);
+                for (size_t k = 0; k < t->n_cpus; k++)
+                        iload[k] = (uint64_t) llround(load[i * nc + k]);
+                pelt_shares_split(MAX(ret[i].shares, (uint64_t) PELT_MIN_SHARES), iload, t->n_cpus, split + i * nc);
+                for (size_t k = 0; k < t->n_cpus; k++)
+                        if (load[i * nc + k] > 0)
+                                present[k] += (double) split[i * nc + k];
+        }
+        for (size_t i = 0; i < n; i++) {
+                double there = 0, fair = 0;
+
+                if (!ret[i].managed)
+                        continue;
+                for (size_t k = 0; k < t->n_cpus; k++) {
+                        if (!cpumask_test(&ret[i].cpus, t->cpus[k].cpu))
+                                continue;
+                        there += p->cpu_util[k];
+                        if (load[i * nc + k] > 0 && present[k] > 0)
+                                fair += t->cpus[k].capacity * (double) split[i * nc + k] / present[k];
+                }
+                if (util_fits_capacity(there, energy_set_capacity(t, &ret[i].cpus)) || fair >= gps[i].demand)
+                        continue;
+                reason_append(ret[i].reason, "; contended: its shares (%" PRIu64 ") win it about %.1f of the %.1f CPUs it wants",
+                              ret[i].shares, cpus_of(fair), cpus_of(gps[i].demand));
+                (void) groups;
+        }
+        return 0;
+}
+
+int policy_plan(
+                const Topology *t,
+                const PolicyGroup *groups,
+                size_t n,
+                const PolicyParams *params,
+                PolicyHistory *history,
+                usec_t now,
+                PolicyResult *ret) {
+
+        _cleanup_free_ GroupPlan *gps = NULL;
+        Planner p;
+        int r;
+
+        r = planner_init(&p, t, params);
+        if (r < 0) {
+                planner_done(&p);
+                return r;
+        }
+        gps = new0(GroupPlan, MAX(n, 1u));
+        if (!gps) {
+                planner_done(&p);
+                return -ENOMEM;
+        }
+
+        for (size_t i = 0; i < n; i++)
+                classify(&p, &groups[i], history ? &history[i] : NULL, now, &gps[i], &ret[i]);
+
+        /* What is already there: groups left alone on their current sets, then the spread ones. */
+        for (size_t i = 0; i < n; i++)
+                if (!ret[i].managed) {
+                        CpuMask m;
+
+                        cpumask_and(&m, &groups[i].cpus, &t->online);
+                        energy_spread(t, &m, gps[i].demand, p.cpu_util);
+                        energy_spread(t, &m, groups[i].util, p.cpu_energy);
+                }
+        for (size_t i = 0; i < n; i++)
+                if (ret[i].managed && gps[i].mode == PLACE_SPREAD) {
+                        unsigned min_cpus = groups[i].config ? groups[i].config->min_cpus : 0;
+
+                        place_spread(&p, &gps[i], min_cpus);
+                        spread_reason(&gps[i], gps[i].reason);
+                        if (min_cpus > 0 && (unsigned) cpumask_count(&gps[i].proposal) < min_cpus)
+                                reason_append(gps[i].reason, ", only %d allowed CPUs for MinCPUs=%u",
+                                              cpumask_count(&gps[i].proposal), min_cpus);
+                }
+        /* Packed and chosen groups, in order, each on top of what is there. */
+        for (size_t i = 0; i < n; i++) {
+                if (!ret[i].managed || gps[i].mode != PLACE_PACK)
+                        continue;
+                if (gps[i].short_bursts)
+                        snprintf(gps[i].prefix, sizeof gps[i].prefix, "%s", gps[i].reason);
+                else
+                        snprintf(gps[i].prefix, sizeof gps[i].prefix, "power: ");
+        }
+        memcpy(p.base_util, p.cpu_util, sizeof(double) * t->n_cpus);
+        memcpy(p.base_energy, p.cpu_energy, sizeof(double) * t->n_cpus);
+        {
+                _cleanup_free_ int *previous = new0(int, MAX(n, 1u));
+
+                if (!previous) {
+                        planner_done(&p);
+                        return -ENOMEM;
+                }
+                for (size_t i = 0; i < n; i++)
+                        previous[i] = history && history[i].choice != POLICY_CHOICE_NONE ?
+                                        history[i].choice == POLICY_CHOICE_PACKED : -1;
+                r = choose(&p, groups, gps, n, previous);
+                if (r < 0) {
+                        planner_done(&p);
+                        return r;
+                }
+                for (size_t i = 0; history && i < n; i++)
+                        history[i].choice = gps[i].mode != PLACE_CHOOSE ? POLICY_CHOICE_NONE :
+                                            gps[i].packed ? POLICY_CHOICE_PACKED : POLICY_CHOICE_SPREAD;
+        }
+
+        for (size_t i = 0; i < n; i++) {
+                PolicyHistory *h = history ? &history[i] : NULL;
+
+                if (!ret[i].managed) {
+                        if (h)
+                                h->placed = false;
+                        continue;
+                }
+                if (h) {
+                        CpuMask final, before = h->placed ? h->cpus : groups[i].cpus;
+
+                        stabilise(&p, &groups[i], &gps[i], h, now, &final);
+                        if (!h->placed || !cpumask_equal(&final, &before))
+                                h->planned_demand = gps[i].demand;
+                        h->cpus = final;
+                        h->placed = true;
+                        ret[i].cpus = final;
+                } else
+                        ret[i].cpus = gps[i].proposal;
+                memcpy(ret[i].reason, gps[i].reason, sizeof ret[i].reason);
+                reason_append(ret[i].reason, "%s", gps[i].note);
+        }
+
+        r = explain_contention(&p, groups, gps, ret, n);
+        if (r < 0) {
+                planner_done(&p);
+                return r;
+        }
+
+        planner_done(&p);
+        return 0;
+}
+
+int policy_plan_energy(
+                const Topology *t,
+                const EnergyModel *m,
+                const PolicyGroup *groups,
+                const PolicyResult *results,
+                size_t n,
+                double *ret) {
+
+        _cleanup_free_ double *util = new0(double, MAX(t->n_cpus, 1u));
+
+        if (!util)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                energy_spread(t, &results[i].cpus, groups[i].util, util);
+        *ret = energy_estimate(t, m, util);
+        return 0;
+}

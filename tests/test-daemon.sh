@@ -1,0 +1,345 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The daemon on the real kernel: a private cgroup subtree with a light group (two threads, 300 µs
+# bursts every 5 ms) and a heavier one (one thread at 50%), peltd placing them, and everything put
+# back. Removes the subtree and ends only the processes it started, also on failure.
+#
+#   test-daemon.sh PELTD DUTY_CYCLE
+set -u
+here=$(dirname "$(readlink -f "$0")")
+peltd=$1
+duty=$2
+. "$here/machine-lock.sh"
+
+id=peltd-test-daemon-$$
+tmp=$(mktemp -d "/tmp/$id.XXXXXX")
+conf=$tmp/peltd.conf
+state=$tmp/state/originals
+log=$tmp/peltd.log
+daemon_pid=
+workload_pids=()
+took_cpu1_offline=0
+failures=0
+
+if [[ -f /sys/fs/cgroup/cgroup.controllers && ! -d /sys/fs/cgroup/cpuset ]]; then
+        mode=v2
+        hier=(/sys/fs/cgroup)
+        cpuset_root=/sys/fs/cgroup
+        cpu_root=/sys/fs/cgroup
+        shares_file=cpu.weight
+else
+        mode=v1
+        hier=(/sys/fs/cgroup/cpuset /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct)
+        cpuset_root=/sys/fs/cgroup/cpuset
+        cpu_root=/sys/fs/cgroup/cpu
+        shares_file=cpu.shares
+fi
+all_cpus=$(cat /sys/devices/system/cpu/online)
+
+stop_daemon() {
+        local sig=${1:-TERM}
+        [[ -n $daemon_pid ]] || return 0
+        kill -"$sig" "$daemon_pid" 2>/dev/null
+        wait "$daemon_pid" 2>/dev/null
+        daemon_status=$?
+        daemon_pid=
+}
+
+cleanup() {
+        stop_daemon KILL
+        for p in "${workload_pids[@]}"; do
+                kill "$p" 2>/dev/null
+                wait "$p" 2>/dev/null
+        done
+        if ((took_cpu1_offline)); then
+                echo 1 > /sys/devices/system/cpu/cpu1/online
+        fi
+        for h in "${hier[@]}"; do
+                [[ -d $h/$id ]] && find "$h/$id" -depth -type d -exec rmdir {} + 2>/dev/null
+        done
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+        echo "FAIL: $*"
+        echo "---- peltd log ----"
+        tail -n 40 "$log" 2>/dev/null
+        echo "-------------------"
+        failures=$((failures + 1))
+}
+
+pass() {
+        echo "ok: $*"
+}
+
+# wait_for SECONDS COMMAND...: polls every 0.1 s until COMMAND succeeds.
+wait_for() {
+        local deadline=$(($(date +%s%N) + $1 * 1000000000))
+        shift
+        while (($(date +%s%N) < deadline)); do
+                "$@" && return 0
+                sleep 0.1
+        done
+        "$@"
+}
+
+cpus_of() { cat "$cpuset_root/$id/$1/cpuset.cpus"; }
+shares_of() { cat "$cpu_root/$id/$1/$shares_file"; }
+cpus_are() { [[ $(cpus_of "$1") == "$2" ]]; }
+cpu_count() { # a CPU list's size
+        local n=0 part a b
+        IFS=, read -ra parts <<<"$1"
+        for part in "${parts[@]}"; do
+                [[ -z $part ]] && continue
+                a=${part%-*} b=${part#*-}
+                n=$((n + b - a + 1))
+        done
+        echo $n
+}
+
+make_tree() {
+        local g
+        for h in "${hier[@]}"; do
+                mkdir -p "$h/$id"
+        done
+        if [[ $mode == v1 ]]; then
+                cat "$cpuset_root/cpuset.mems" > "$cpuset_root/$id/cpuset.mems"
+                echo "$all_cpus" > "$cpuset_root/$id/cpuset.cpus"
+        else
+                echo "+cpuset +cpu" > /sys/fs/cgroup/cgroup.subtree_control
+                echo "+cpuset +cpu" > "/sys/fs/cgroup/$id/cgroup.subtree_control"
+        fi
+        for g in light heavy; do
+                for h in "${hier[@]}"; do
+                        mkdir -p "$h/$id/$g"
+                done
+                if [[ $mode == v1 ]]; then
+                        cat "$cpuset_root/$id/cpuset.mems" > "$cpuset_root/$id/$g/cpuset.mems"
+                        echo "$all_cpus" > "$cpuset_root/$id/$g/cpuset.cpus"
+                fi
+        done
+}
+
+# start_workload GROUP THREADS PERIOD_USEC DUTY
+start_workload() {
+        local pid
+        "$duty" "$2" "$3" "$4" >/dev/null &
+        pid=$!
+        workload_pids+=("$pid")
+        for h in "${hier[@]}"; do
+                echo "$pid" > "$h/$id/$1/cgroup.procs"
+        done
+}
+
+write_config() { # POLICY [extra lines]
+        {
+                echo "[Daemon]"
+                echo "Policy=$1"
+                echo "CgroupRoot=/$id"
+                echo "SampleIntervalMSec=100"
+                echo "TaskSampleIntervalMSec=200"
+                echo "StateFile=$state"
+                shift
+                printf '%s\n' "$@"
+        } > "$conf"
+}
+
+start_daemon() {
+        "$peltd" --config "$conf" "$@" >>"$log" 2>&1 &
+        daemon_pid=$!
+}
+
+reset_groups() {
+        local g
+        for g in light heavy; do
+                echo "$all_cpus" > "$cpuset_root/$id/$g/cpuset.cpus"
+                if [[ $mode == v1 ]]; then echo 1024 > "$cpu_root/$id/$g/cpu.shares"; else echo 100 > "$cpu_root/$id/$g/cpu.weight"; fi
+        done
+}
+
+make_tree
+start_workload light 2 5000 6
+start_workload heavy 1 10000 50
+orig_shares=$(shares_of light)
+
+# ---- power packs both groups onto the same single CPU -----------------------------------------
+write_config power
+start_daemon
+if wait_for 10 bash -c "[[ \$(cat $cpuset_root/$id/light/cpuset.cpus) == \$(cat $cpuset_root/$id/heavy/cpuset.cpus) && \$(cat $cpuset_root/$id/light/cpuset.cpus) =~ ^[0-9]+\$ ]]"; then
+        pass "power: light and heavy share CPU $(cpus_of light)"
+else
+        fail "power: light on $(cpus_of light), heavy on $(cpus_of heavy), expected one same CPU"
+fi
+grep -q "PELTD\|CPUs $all_cpus -> " "$log" || fail "power: no change logged"
+grep -E "^/$id/(light|heavy): CPUs .* -> .* \(power, demand [0-9.]+ CPUs\): " "$log" >/dev/null ||
+        fail "power: the change line does not name group, CPUs, policy, demand and reason"
+
+# ---- SIGTERM restores the original cpusets and shares -----------------------------------------
+stop_daemon TERM
+if [[ $daemon_status -eq 0 && $(cpus_of light) == "$all_cpus" && $(cpus_of heavy) == "$all_cpus" && ! -e $state ]]; then
+        pass "SIGTERM: exit 0, originals back, state file removed"
+else
+        fail "SIGTERM: exit $daemon_status, light $(cpus_of light), heavy $(cpus_of heavy), state file $( [[ -e $state ]] && echo left || echo gone)"
+fi
+
+# ---- performance gives both every CPU; Shares= reaches cpu.shares ----------------------------
+echo 0 > "$cpuset_root/$id/light/cpuset.cpus"
+write_config performance "[Group /$id/light]" "Shares=2048"
+start_daemon
+want_shares=2048
+[[ $mode == v2 ]] && want_shares=200
+if wait_for 8 bash -c "[[ \$(cat $cpuset_root/$id/light/cpuset.cpus) == $all_cpus && \$(cat $cpu_root/$id/light/$shares_file) == $want_shares ]]"; then
+        pass "performance: light widened to $all_cpus, Shares=2048 written ($shares_file $(shares_of light))"
+else
+        fail "performance: light on $(cpus_of light) with $shares_file $(shares_of light)"
+fi
+[[ $(cpus_of heavy) == "$all_cpus" ]] || fail "performance: heavy on $(cpus_of heavy)"
+stop_daemon TERM
+if [[ $(cpus_of light) == 0 && $(shares_of light) == "$orig_shares" ]]; then
+        pass "performance: SIGTERM put back light's cpuset (0) and shares ($orig_shares)"
+else
+        fail "performance: after SIGTERM light on $(cpus_of light), shares $(shares_of light)"
+fi
+reset_groups
+
+# ---- SIGKILL, restart, SIGTERM: the originals come back, not peltd's own placement ------------
+write_config power
+start_daemon
+wait_for 10 bash -c "[[ \$(cat $cpuset_root/$id/light/cpuset.cpus) != $all_cpus ]]" || fail "crash: power never placed light"
+placed=$(cpus_of light)
+stop_daemon KILL
+[[ -s $state ]] || fail "crash: no state file after SIGKILL"
+[[ $(cpus_of light) == "$placed" ]] || fail "crash: light changed on SIGKILL"
+write_config performance
+start_daemon
+wait_for 5 grep -q "did not stop cleanly" "$log" || fail "crash: restart did not notice the state file"
+stop_daemon TERM
+if [[ $(cpus_of light) == "$all_cpus" && $(cpus_of heavy) == "$all_cpus" && ! -e $state ]]; then
+        pass "crash: after SIGKILL, restart and SIGTERM, the originals are back"
+else
+        fail "crash: light $(cpus_of light), heavy $(cpus_of heavy)"
+fi
+reset_groups
+
+# ---- a value changed by someone else meanwhile is left alone ----------------------------------
+write_config power
+start_daemon
+wait_for 10 bash -c "[[ \$(cat $cpuset_root/$id/heavy/cpuset.cpus) != $all_cpus ]]" || fail "other: heavy never placed"
+stop_daemon KILL
+# Someone else moves heavy to another CPU than peltd chose (neither peltd's value nor the original).
+other=$(cpus_of heavy)
+[[ $other == 0 ]] && someone=1 || someone=0
+echo "$someone" > "$cpuset_root/$id/heavy/cpuset.cpus"
+"$peltd" --restore --config "$conf" >>"$log" 2>&1
+rc=$?
+if [[ $rc -eq 0 && $(cpus_of light) == "$all_cpus" && $(cpus_of heavy) == "$someone" ]] &&
+        grep -q "cpuset.cpus of /$id/heavy was changed by someone else" "$log"; then
+        pass "--restore: light restored, heavy's new value (someone else's) left and logged"
+else
+        fail "--restore: exit $rc, light $(cpus_of light) (was $other), heavy $(cpus_of heavy)"
+fi
+reset_groups
+
+# ---- --dry-run writes nothing ------------------------------------------------------------------
+write_config power
+before_l=$(cpus_of light) before_h=$(cpus_of heavy)
+start_daemon --dry-run
+if wait_for 8 grep -q "Would set cpuset.cpus of /$id/" "$log"; then
+        pass "dry run: intended writes logged"
+else
+        fail "dry run: no \"Would set\" line"
+fi
+sleep 0.5
+[[ $(cpus_of light) == "$before_l" && $(cpus_of heavy) == "$before_h" && ! -e $state ]] ||
+        fail "dry run: something was written (light $(cpus_of light), heavy $(cpus_of heavy))"
+stop_daemon TERM
+[[ $(cpus_of light) == "$before_l" ]] || fail "dry run: light changed at stop"
+
+# ---- a managed group removed mid-run is dropped cleanly ----------------------------------------
+write_config power
+for h in "${hier[@]}"; do mkdir -p "$h/$id/gone"; done
+if [[ $mode == v1 ]]; then
+        cat "$cpuset_root/$id/cpuset.mems" > "$cpuset_root/$id/gone/cpuset.mems"
+        echo "$all_cpus" > "$cpuset_root/$id/gone/cpuset.cpus"
+fi
+start_daemon
+wait_for 10 grep -q "Managing /$id/gone" "$log" || fail "removed: gone never managed"
+sleep 1.5
+for h in "${hier[@]}"; do rmdir "$h/$id/gone"; done
+if wait_for 5 grep -q "/$id/gone is gone" "$log" && kill -0 "$daemon_pid" 2>/dev/null; then
+        pass "removed: the group was dropped and peltd runs on"
+else
+        fail "removed: not dropped, or peltd died"
+fi
+stop_daemon TERM
+[[ $daemon_status -eq 0 ]] || fail "removed: exit $daemon_status after SIGTERM"
+reset_groups
+
+# ---- SIGHUP with a broken config keeps the old policy ------------------------------------------
+write_config power
+start_daemon
+wait_for 10 bash -c "[[ \$(cat $cpuset_root/$id/light/cpuset.cpus) != $all_cpus ]]" || fail "reload: power never placed light"
+echo "Policy=turbo" >> "$conf"
+kill -HUP "$daemon_pid"
+if wait_for 5 grep -q "peltd.conf:[0-9]*: Policy=turbo" "$log" && grep -q "keeping the old settings" "$log"; then
+        pass "reload: the broken line is named (FILE:LINE) and the old settings kept"
+else
+        fail "reload: no FILE:LINE error for the broken config"
+fi
+sleep 1
+[[ $(cpus_of light) != "$all_cpus" ]] || fail "reload: placement changed after a broken reload"
+write_config performance
+kill -HUP "$daemon_pid"
+if wait_for 8 bash -c "[[ \$(cat $cpuset_root/$id/light/cpuset.cpus) == $all_cpus ]]"; then
+        pass "reload: a good config switches the policy (light back on $all_cpus)"
+else
+        fail "reload: policy performance not applied after SIGHUP (light $(cpus_of light))"
+fi
+stop_daemon TERM
+reset_groups
+
+# ---- a config error at start names FILE:LINE ---------------------------------------------------
+printf '[Daemon]\nPolicy=power\nSampleIntervalMSec=fast\n' > "$conf"
+"$peltd" --config "$conf" >"$tmp/out" 2>&1
+rc=$?
+if [[ $rc -eq 1 ]] && grep -q "$conf:3: SampleIntervalMSec=fast" "$tmp/out"; then
+        pass "config error: exit 1 naming $conf:3"
+else
+        fail "config error: exit $rc: $(cat "$tmp/out")"
+fi
+
+# ---- a group on CPU 1 only, CPU 1 offline and back: placed again on online CPUs ----------------
+# v1 empties a cpuset whose CPUs all go offline (and moves its tasks up): peltd must place the group
+# on the CPUs that are left at once, and keep it on online CPUs when CPU 1 returns.
+if [[ $(cpu_count "$all_cpus") -ge 2 && -w /sys/devices/system/cpu/cpu1/online ]]; then
+        write_config performance "[Group /$id/light]" "AllowedCPUs=1"
+        start_daemon
+        wait_for 10 cpus_are light 1 || fail "hotplug: light never placed on CPU 1"
+        took_cpu1_offline=1
+        echo 0 > /sys/devices/system/cpu/cpu1/online
+        if wait_for 5 cpus_are light 0; then
+                pass "hotplug: CPU 1 offline, light moved to CPU 0 at once"
+        else
+                fail "hotplug: with CPU 1 offline light is on \"$(cpus_of light)\""
+        fi
+        echo 1 > /sys/devices/system/cpu/cpu1/online
+        took_cpu1_offline=0
+        wait_for 5 grep -q "online CPUs now $all_cpus" "$log" || fail "hotplug: CPU 1's return not seen"
+        sleep 0.5
+        c=$(cpus_of light)
+        if [[ -n $c ]] && kill -0 "$daemon_pid" 2>/dev/null; then
+                pass "hotplug: CPU 1 back, light on online CPUs ($c)"
+        else
+                fail "hotplug: after CPU 1 came back light is on \"$c\""
+        fi
+        stop_daemon TERM
+        [[ $daemon_status -eq 0 ]] || fail "hotplug: exit $daemon_status after SIGTERM"
+fi
+
+if ((failures)); then
+        echo "$failures check(s) failed"
+        exit 1
+fi
+echo "all daemon checks passed ($mode)"
