@@ -7,10 +7,12 @@
  *      `peltd --once S --interval 100`, run for 2 s and for 6 s: the difference is the cost of
  *      40 rounds without start-up and output, per thread and round. Target: at most 1.5x the floor.
  *      Peak RSS (2 s run): at most 16 MiB.
- *   2. Defaults: the same 2,000 threads, sampled in this process with libpeltd's sampling at the
- *      default rates (group rounds every 100 ms, task rounds every 1000 ms) for 10 s; the floor
- *      preads every schedstat fd at the task rate. Targets: CPU share at most 1.5x the floor's and
- *      at most 1% of one CPU.
+ *   2. Defaults: the same 2,000 threads; the daemon (`peltd --config`, default rates: group rounds
+ *      every 100 ms, task rounds every 1000 ms; dry run, managing the private subtree) for 10 s
+ *      after its start-up, its CPU time from its threads' schedstat; in the same seconds the floor
+ *      preads every schedstat fd, and the mandated reads run, at the task rate. Targets: CPU share
+ *      at most 1.5x the floor's and at most 1% of one CPU. libpeltd's sampling alone, run in this
+ *      process at the same rates, is printed too.
  *   3. Scale: 20,000 threads in 2,000 cgroups (2,000 processes of 10 threads, one per group, in a
  *      private subtree): `peltd --once 3 --interval 100 --json` with CgroupRoot on the subtree must
  *      succeed and report them all; its cost is printed.
@@ -360,6 +362,113 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
         floor_close(&f);
 }
 
+/* CPU time of every thread of a process, from their schedstat (ns). */
+static uint64_t process_run_ns(pid_t pid) {
+        char path[64];
+        DIR *d;
+        struct dirent *de;
+        uint64_t sum = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        d = opendir(path);
+        if (!d)
+                bench_die("peltd (%d) is gone", (int) pid);
+        while ((de = readdir(d))) {
+                char p2[300];
+                unsigned long long run;
+                FILE *f;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(p2, sizeof p2, "/proc/%d/task/%s/schedstat", (int) pid, de->d_name);
+                f = fopen(p2, "re");
+                if (f && fscanf(f, "%llu", &run) == 1)
+                        sum += run;
+                if (f)
+                        fclose(f);
+        }
+        closedir(d);
+        return sum;
+}
+
+/*
+ * 2'. The daemon itself at the default rates (dry run, managing the private subtree), its CPU time
+ * over `seconds` against the floor's and the mandated reads' at the same rates, in the same seconds.
+ */
+static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *ret_floor_share, double *ret_mandated_share,
+                            unsigned seconds) {
+        char conf[] = "/tmp/peltd-bench-daemon-XXXXXX", state[128];
+        uint64_t start, cpu0, run0, flr = 0, mandated = 0;
+        Floor f;
+        pid_t pid;
+        int fd;
+        FILE *cf;
+
+        fd = mkstemp(conf);
+        if (fd < 0)
+                bench_die("mkstemp: %s", strerror(errno));
+        snprintf(state, sizeof state, "%s.state", conf);
+        cf = fdopen(fd, "w");
+        /* Defaults but for where it looks and that it writes nothing: every interval and rate is the default. */
+        fprintf(cf, "[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nDryRun=yes\nTaskTracking=yes\n", top, state);
+        fclose(cf);
+        if (mkdir(state, 0700) < 0)
+                bench_die("mkdir %s: %s", state, strerror(errno));
+
+        pid = fork();
+        if (pid < 0)
+                bench_die("fork: %s", strerror(errno));
+        if (pid == 0) {
+                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
+                dup2(null, STDOUT_FILENO);
+                dup2(null, STDERR_FILENO);
+                execl(peltd, peltd, "--config", conf, (char *) NULL);
+                _exit(127);
+        }
+        children = realloc(children, (n_children + 1) * sizeof *children);
+        children[n_children++] = pid;
+
+        /* Its start-up (a descriptor per thread, the first rounds) is not the steady state. */
+        floor_open(&f);
+        floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
+        usleep(2500 * 1000);
+
+        start = bench_now_ns();
+        run0 = process_run_ns(pid);
+        for (unsigned k = 0; k < seconds; k++) {
+                uint64_t at = start + (uint64_t) k * 1000000000ULL;
+
+                sleep_until(at + 333 * 1000 * 1000);
+                cpu0 = thread_cpu_ns();
+                floor_round(&f);
+                flr += thread_cpu_ns() - cpu0;
+                sleep_until(at + 666 * 1000 * 1000);
+                cpu0 = thread_cpu_ns();
+                mandated_round(&f, k);
+                mandated += thread_cpu_ns() - cpu0;
+        }
+        sleep_until(start + (uint64_t) seconds * 1000000000ULL);
+        *ret_peltd_share = (double) (process_run_ns(pid) - run0) / (double) (bench_now_ns() - start);
+        *ret_floor_share = (double) flr / ((double) seconds * 1e9);
+        *ret_mandated_share = (double) mandated / ((double) seconds * 1e9);
+        floor_close(&f);
+
+        kill(pid, SIGTERM);
+        waitpid(pid, NULL, 0);
+        for (size_t i = 0; i < n_children; i++)
+                if (children[i] == pid)
+                        children[i] = 0;
+        unlink(conf);
+        {
+                char cmd[300];
+
+                snprintf(cmd, sizeof cmd, "rm -rf '%s'", state);
+                (void) !system(cmd);
+        }
+}
+
 int main(int argc, char *argv[]) {
         bool scale = !(argc > 2 && strcmp(argv[2], "--no-scale") == 0);
         char group[128], *conf;
@@ -435,13 +544,22 @@ int main(int argc, char *argv[]) {
         if (peltd_ns > 1.5 * floor_ns || r2.maxrss_kib > 16 * 1024 || r6.maxrss_kib > 16 * 1024)
                 failed = 1;
 
-        /* 2. Defaults. */
+        /* 2. Defaults: libpeltd's sampling alone in this process, and the daemon itself. */
         defaults(&peltd_share, &floor_share, &mandated_share, 10);
-        printf("\ndefaults (groups every 100 ms, tasks every 1000 ms, 10 s)\n");
-        printf("CPU share             floor                    %7.3f%% of one CPU\n", floor_share * 100);
+        printf("\ndefaults (groups every 100 ms, tasks every 1000 ms, 10 s each)\n");
+        printf("sampling alone        floor                    %7.3f%% of one CPU\n", floor_share * 100);
         printf("                      mandated reads           %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
                mandated_share / floor_share);
-        printf("                      peltd                    %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
+        printf("                      peltd's sampling         %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
+               peltd_share * 100, peltd_share / floor_share);
+        if (peltd_share > 1.5 * floor_share || peltd_share > 0.01)
+                failed = 1;
+
+        defaults_daemon(argv[1], &peltd_share, &floor_share, &mandated_share, 10);
+        printf("the daemon            floor                    %7.3f%% of one CPU\n", floor_share * 100);
+        printf("                      mandated reads           %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
+               mandated_share / floor_share);
+        printf("                      peltd (dry run)          %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
                peltd_share * 100, peltd_share / floor_share);
         if (peltd_share > 1.5 * floor_share || peltd_share > 0.01)
                 failed = 1;
