@@ -474,7 +474,7 @@ int main(int argc, char *argv[]) {
         char group[128], *conf;
         Floor f;
         size_t threads;
-        uint64_t c0, c1;
+        uint64_t c0;
         double floor_ns, mandated_ns, peltd_ns, whole_ns, peltd_share, floor_share, mandated_share;
         Run r2, r6;
         int failed = 0;
@@ -496,43 +496,66 @@ int main(int argc, char *argv[]) {
         spawn_sleepers(group, SLEEPERS);
         threads = count_threads();
 
-        /* 1. Per thread-sample. The floor runs at peltd's cadence (a round every 100 ms, 40 rounds): caches are as cold for both. */
+        /*
+         * 1. Per thread-sample. `peltd --once 6 --interval 100` runs; from its 2nd to its 6th second
+         * (40 rounds, start-up and output left out) its CPU time is read from its threads'
+         * schedstat. In the same seconds, at the same cadence, this process does the floor's round
+         * a third of the way into each of peltd's 100 ms and the mandated reads two thirds in: the
+         * machine's other work weighs on all three alike.
+         */
+        conf = write_conf(top);
         floor_open(&f);
-        floor_round(&f);
-        {
-                uint64_t start = bench_now_ns();
-
-                c0 = thread_cpu_ns();
-                for (uint64_t i = 1; i <= 40; i++) {
-                        sleep_until(start + i * 100 * 1000 * 1000);
-                        floor_round(&f);
-                }
-                c1 = thread_cpu_ns();
-        }
-        floor_ns = (double) (c1 - c0) / (40.0 * (double) f.n);
-
         floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
         {
-                uint64_t start = bench_now_ns();
+                char *pargv[] = { argv[1], "--config", conf, "--once", "6", "--interval", "100", "--json", NULL };
+                uint64_t start, run0, run1, flr = 0, mandated = 0;
+                struct rusage ru;
+                int status;
+                pid_t pid;
 
-                c0 = thread_cpu_ns();
-                for (uint64_t i = 1; i <= 40; i++) {
-                        sleep_until(start + i * 100 * 1000 * 1000);
-                        mandated_round(&f, (unsigned) i);
+                pid = fork();
+                if (pid < 0)
+                        bench_die("fork: %s", strerror(errno));
+                if (pid == 0) {
+                        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+                        prctl(PR_SET_PDEATHSIG, SIGTERM);
+                        dup2(null, STDOUT_FILENO);
+                        execv(argv[1], pargv);
+                        _exit(127);
                 }
-                c1 = thread_cpu_ns();
-        }
-        mandated_ns = (double) (c1 - c0) / (40.0 * (double) f.n);
-        floor_close(&f);
+                start = bench_now_ns();
+                sleep_until(start + 2000ULL * 1000 * 1000);
+                run0 = process_run_ns(pid);
+                for (uint64_t i = 0; i < 40; i++) {
+                        uint64_t at = start + 2000ULL * 1000 * 1000 + i * 100 * 1000 * 1000;
 
-        conf = write_conf(top);
+                        sleep_until(at + 33 * 1000 * 1000);
+                        c0 = thread_cpu_ns();
+                        floor_round(&f);
+                        flr += thread_cpu_ns() - c0;
+                        sleep_until(at + 66 * 1000 * 1000);
+                        c0 = thread_cpu_ns();
+                        mandated_round(&f, (unsigned) i);
+                        mandated += thread_cpu_ns() - c0;
+                }
+                sleep_until(start + 6000ULL * 1000 * 1000);
+                run1 = process_run_ns(pid);
+                if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                        bench_die("peltd --once 6 failed");
+                floor_ns = (double) flr / (40.0 * (double) f.n);
+                mandated_ns = (double) mandated / (40.0 * (double) f.n);
+                peltd_ns = (double) (run1 - run0) / (40.0 * (double) threads);
+                r6.cpu_s = bench_tv_sec(ru.ru_utime) + bench_tv_sec(ru.ru_stime);
+                r6.maxrss_kib = ru.ru_maxrss;
+                r6.rounds = 60;
+        }
+        floor_close(&f);
         r2 = run_peltd(argv[1], conf, "2");
-        r6 = run_peltd(argv[1], conf, "6");
-        peltd_ns = (r6.cpu_s - r2.cpu_s) * 1e9 / ((double) threads * (double) (r6.rounds - r2.rounds));
         whole_ns = r6.cpu_s * 1e9 / ((double) threads * (double) (r6.rounds + 1));
 
         printf("sample: %zu threads on the machine (%d sleeping extra)\n\n", threads, SLEEPERS);
-        printf("per thread-sample     floor (pread kept fds)   %7.0f ns   (every 100 ms, as peltd)\n", floor_ns);
+        printf("per thread-sample     floor (pread kept fds)   %7.0f ns   (every 100 ms, in the same seconds as peltd)\n", floor_ns);
         printf("                      mandated reads           %7.0f ns   %.2fx floor (schedstat, a tenth of stat, every tasks file)\n",
                mandated_ns, mandated_ns / floor_ns);
         printf("                      peltd, steady state      %7.0f ns   %.2fx floor (target <= 1.5x), %.2fx the mandated reads\n",
