@@ -178,6 +178,7 @@ typedef struct Once {
         char conf[64];
 } Once;
 
+
 static void *run_once(void *arg) {
         Once *o = arg;
         char *argv[] = { PELTD_BINARY, "--config", o->conf, "--once", "2", "--interval", "100", "--json", NULL };
@@ -188,6 +189,23 @@ static void *run_once(void *arg) {
 }
 
 /* peltd --once against the kernel and against each group's own counter. */
+#define ONCE_RUNS 3
+
+static int cmp_double(const void *x, const void *y) {
+        double a = *(const double *) x, b = *(const double *) y;
+
+        return (a > b) - (a < b);
+}
+
+static double median3(double v[ONCE_RUNS]) {
+        qsort(v, ONCE_RUNS, sizeof *v, cmp_double);
+        return v[ONCE_RUNS / 2];
+}
+
+/*
+ * peltd --once against the kernel and against each group's own counter, three times; the errors
+ * compared are the medians (one run's final values are what its last ~100 ms held).
+ */
 static void test_once_against_kernel(_unused_ void **state) {
         static const struct {
                 const char *group;
@@ -195,12 +213,8 @@ static void test_once_against_kernel(_unused_ void **state) {
                 int nice;
         } spec[] = { { "a", 3.1, 0.30, 0 }, { "a", 2.3, 0.10, 5 }, { "b", 4.7, 0.20, -3 } };
         pid_t pids[3];
-        double ku[3] = {}, kr[3] = {};
-        unsigned reads = 0;
-        uint64_t usage0[2], usage1[2], t0, t1;
-        Once o = {};
-        pthread_t th;
-        json_object *root, *tasks, *groups;
+        double err_util[3][ONCE_RUNS], err_runnable[3][ONCE_RUNS], err_group[2][ONCE_RUNS];
+        char conf[64];
         int fd;
         FILE *f;
 
@@ -208,90 +222,108 @@ static void test_once_against_kernel(_unused_ void **state) {
                 pids[i] = worker(spec[i].group, spec[i].period, spec[i].share, spec[i].nice);
         usleep(300 * 1000);
 
-        snprintf(o.conf, sizeof o.conf, "/tmp/peltd-test-kernel-XXXXXX");
-        fd = mkstemp(o.conf);
+        snprintf(conf, sizeof conf, "/tmp/peltd-test-kernel-XXXXXX");
+        fd = mkstemp(conf);
         assert_true(fd >= 0);
         f = fdopen(fd, "w");
         fprintf(f, "[Daemon]\nCgroupRoot=%s\n", top);
         fclose(f);
-
-        assert_int_equal(pthread_create(&th, NULL, run_once, &o), 0);
-        /* The kernel's values over peltd's last second; the groups' usage over its last 300 ms. */
-        usleep(1000 * 1000);
         srand((unsigned) getpid());
-        t0 = bench_now_ns();
-        while (bench_now_ns() - t0 < 650ULL * 1000 * 1000) {
-                for (size_t i = 0; i < 3; i++) {
-                        ku[i] += sched_value(pids[i], "se.avg.util_avg");
-                        kr[i] += sched_value(pids[i], "se.avg.runnable_avg");
-                }
-                reads++;
-                usleep(500 + (useconds_t) (rand() % 1500));
-        }
-        t0 = bench_now_ns();
-        usage0[0] = group_usage_ns("a");
-        usage0[1] = group_usage_ns("b");
-        pthread_join(th, NULL);
-        t1 = bench_now_ns();
-        usage1[0] = group_usage_ns("a");
-        usage1[1] = group_usage_ns("b");
-        unlink(o.conf);
-        assert_int_equal(o.status, 0);
 
-        root = json_tokener_parse(o.out);
-        assert_non_null(root);
-        assert_int_equal(json_object_get_int(get(root, "rounds")), 20);
-        assert_true(fabs(json_object_get_double(get(root, "interval_ms")) - 100) < 0.01);
-        tasks = get(root, "tasks");
-        groups = get(root, "groups");
-        assert_true(json_object_array_length(tasks) >= 3);
-        assert_int_equal(json_object_array_length(groups), 2);
+        for (unsigned run = 0; run < ONCE_RUNS; run++) {
+                double ku[3] = {}, kr[3] = {};
+                unsigned reads = 0;
+                uint64_t usage0[2], usage1[2], t0, t1;
+                Once o = {};
+                pthread_t th;
+                json_object *root, *tasks, *groups;
+
+                snprintf(o.conf, sizeof o.conf, "%s", conf);
+                assert_int_equal(pthread_create(&th, NULL, run_once, &o), 0);
+                /* The kernel's values over peltd's last second; the groups' usage over its last ~350 ms. */
+                usleep(1000 * 1000);
+                t0 = bench_now_ns();
+                while (bench_now_ns() - t0 < 650ULL * 1000 * 1000) {
+                        for (size_t i = 0; i < 3; i++) {
+                                ku[i] += sched_value(pids[i], "se.avg.util_avg");
+                                kr[i] += sched_value(pids[i], "se.avg.runnable_avg");
+                        }
+                        reads++;
+                        usleep(500 + (useconds_t) (rand() % 1500));
+                }
+                t0 = bench_now_ns();
+                usage0[0] = group_usage_ns("a");
+                usage0[1] = group_usage_ns("b");
+                pthread_join(th, NULL);
+                t1 = bench_now_ns();
+                usage1[0] = group_usage_ns("a");
+                usage1[1] = group_usage_ns("b");
+                assert_int_equal(o.status, 0);
+
+                root = json_tokener_parse(o.out);
+                assert_non_null(root);
+                assert_int_equal(json_object_get_int(get(root, "rounds")), 20);
+                assert_true(fabs(json_object_get_double(get(root, "interval_ms")) - 100) < 0.01);
+                tasks = get(root, "tasks");
+                groups = get(root, "groups");
+                assert_true(json_object_array_length(tasks) >= 3);
+                assert_int_equal(json_object_array_length(groups), 2);
+
+                for (size_t i = 0; i < 3; i++) {
+                        json_object *t = NULL;
+                        char expect_cgroup[128];
+
+                        for (size_t j = 0; j < json_object_array_length(tasks); j++) {
+                                json_object *c = json_object_array_get_idx(tasks, j);
+
+                                if (json_object_get_int(get(c, "tid")) == pids[i])
+                                        t = c;
+                        }
+                        assert_non_null(t);
+                        snprintf(expect_cgroup, sizeof expect_cgroup, "%s/%s", top, spec[i].group);
+                        assert_int_equal(json_object_get_int(get(t, "pid")), pids[i]);
+                        assert_string_equal(json_object_get_string(get(t, "cgroup")), expect_cgroup);
+                        assert_int_equal(json_object_get_int(get(t, "nice")), spec[i].nice);
+                        assert_non_null(get(t, "comm"));
+                        assert_true(json_object_get_double(get(t, "avg_slice_us")) > 0);
+                        ku[i] /= reads;
+                        kr[i] /= reads;
+                        printf("# run %u, worker %d (%s, %.1f ms, %.0f%%): util %d kernel %.1f, runnable %d kernel %.1f, load %d\n",
+                               run + 1, (int) pids[i], spec[i].group, spec[i].period, spec[i].share * 100,
+                               json_object_get_int(get(t, "util_avg")), ku[i], json_object_get_int(get(t, "runnable_avg")), kr[i],
+                               json_object_get_int(get(t, "load_avg")));
+                        err_util[i][run] = fabs(json_object_get_double(get(t, "util_avg")) - ku[i]);
+                        err_runnable[i][run] = fabs(json_object_get_double(get(t, "runnable_avg")) - kr[i]);
+                }
+
+                for (size_t i = 0; i < 2; i++) {
+                        json_object *g = json_object_array_get_idx(groups, i);
+                        const char *name = i == 0 ? "a" : "b";
+                        char path[128];
+                        double rate = (double) (usage1[i] - usage0[i]) * 1024.0 / (double) (t1 - t0);
+
+                        snprintf(path, sizeof path, "%s/%s", top, name);
+                        assert_string_equal(json_object_get_string(get(g, "path")), path);
+                        assert_int_equal(json_object_get_int(get(g, "nr_tasks")), i == 0 ? 2 : 1);
+                        assert_int_equal(json_object_get_int(get(g, "shares")), 1024);
+                        assert_int_equal(json_object_get_int(get(g, "throttled_usec")), 0);
+                        assert_non_null(get(g, "runnable_avg"));
+                        assert_non_null(get(g, "load_avg"));
+                        printf("# run %u, group %s: util %d, its usage counter over the last %.0f ms: %.1f\n", run + 1, path,
+                               json_object_get_int(get(g, "util_avg")), (double) (t1 - t0) / 1e6, rate);
+                        err_group[i][run] = fabs(json_object_get_double(get(g, "util_avg")) - rate);
+                }
+                json_object_put(root);
+                free(o.out);
+        }
+        unlink(conf);
 
         for (size_t i = 0; i < 3; i++) {
-                json_object *t = NULL;
-                char expect_cgroup[128];
-
-                for (size_t j = 0; j < json_object_array_length(tasks); j++) {
-                        json_object *c = json_object_array_get_idx(tasks, j);
-
-                        if (json_object_get_int(get(c, "tid")) == pids[i])
-                                t = c;
-                }
-                assert_non_null(t);
-                snprintf(expect_cgroup, sizeof expect_cgroup, "%s/%s", top, spec[i].group);
-                assert_int_equal(json_object_get_int(get(t, "pid")), pids[i]);
-                assert_string_equal(json_object_get_string(get(t, "cgroup")), expect_cgroup);
-                assert_int_equal(json_object_get_int(get(t, "nice")), spec[i].nice);
-                assert_non_null(get(t, "comm"));
-                assert_true(json_object_get_double(get(t, "avg_slice_us")) > 0);
-                ku[i] /= reads;
-                kr[i] /= reads;
-                printf("# worker %d (%s, %.1f ms, %.0f%%): util %d kernel %.1f, runnable %d kernel %.1f, load %d\n", (int) pids[i],
-                       spec[i].group, spec[i].period, spec[i].share * 100, json_object_get_int(get(t, "util_avg")), ku[i],
-                       json_object_get_int(get(t, "runnable_avg")), kr[i], json_object_get_int(get(t, "load_avg")));
-                assert_true(fabs(json_object_get_double(get(t, "util_avg")) - ku[i]) <= UTIL_TOLERANCE);
-                assert_true(fabs(json_object_get_double(get(t, "runnable_avg")) - kr[i]) <= RUNNABLE_TOLERANCE);
+                assert_true(median3(err_util[i]) <= UTIL_TOLERANCE);
+                assert_true(median3(err_runnable[i]) <= RUNNABLE_TOLERANCE);
         }
-
-        for (size_t i = 0; i < 2; i++) {
-                json_object *g = json_object_array_get_idx(groups, i);
-                const char *name = i == 0 ? "a" : "b";
-                char path[128];
-                double rate = (double) (usage1[i] - usage0[i]) * 1024.0 / (double) (t1 - t0);
-
-                snprintf(path, sizeof path, "%s/%s", top, name);
-                assert_string_equal(json_object_get_string(get(g, "path")), path);
-                assert_int_equal(json_object_get_int(get(g, "nr_tasks")), i == 0 ? 2 : 1);
-                assert_int_equal(json_object_get_int(get(g, "shares")), 1024);
-                assert_int_equal(json_object_get_int(get(g, "throttled_usec")), 0);
-                assert_non_null(get(g, "runnable_avg"));
-                assert_non_null(get(g, "load_avg"));
-                printf("# group %s: util %d, its usage counter over the last %.0f ms: %.1f\n", path,
-                       json_object_get_int(get(g, "util_avg")), (double) (t1 - t0) / 1e6, rate);
-                assert_true(fabs(json_object_get_double(get(g, "util_avg")) - rate) <= GROUP_TOLERANCE);
-        }
-        json_object_put(root);
-        free(o.out);
+        for (size_t i = 0; i < 2; i++)
+                assert_true(median3(err_group[i]) <= GROUP_TOLERANCE);
 }
 
 /* Threads that start, move and exit while sampling runs. */
