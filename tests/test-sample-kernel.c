@@ -29,12 +29,13 @@
  * Generous: peltd's final value (PELT remembers the last ~100 ms) is compared with the kernel's
  * averaged over the last 0.65 s, and other work may run on this 2-CPU machine while the lock is
  * held (only tests and benchmarks take it; the workers' groups get the largest CPU weight).
- * Runnable, which moves with every moment's contention, gets more room. bench/accuracy measures
- * the real accuracy.
+ * Runnable, which moves with every moment's contention, gets more room (waiting itself is
+ * checked exactly in test-track). bench/accuracy measures the real accuracy; these catch wrong
+ * units, wrong files and lost time, on a machine that may be loaded by others.
  */
-#define UTIL_TOLERANCE 48
-#define RUNNABLE_TOLERANCE 80
-#define GROUP_TOLERANCE 64
+#define UTIL_TOLERANCE 64
+#define RUNNABLE_TOLERANCE 160
+#define GROUP_TOLERANCE 96
 
 static char top[64];
 static pid_t workers[8];
