@@ -192,6 +192,18 @@ static void *run_once(void *arg) {
 /* peltd --once against the kernel and against each group's own counter. */
 #define ONCE_RUNS 3
 
+/* The machine's steal and total jiffies from /proc/stat. */
+static void cpu_times(uint64_t *ret_steal, uint64_t *ret_total) {
+        unsigned long long v[8] = {};
+        FILE *f = fopen("/proc/stat", "re");
+
+        assert_non_null(f);
+        assert_true(fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]) >= 4);
+        fclose(f);
+        *ret_steal = v[7];
+        *ret_total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
+}
+
 static int cmp_double(const void *x, const void *y) {
         double a = *(const double *) x, b = *(const double *) y;
 
@@ -214,7 +226,7 @@ static void test_once_against_kernel(_unused_ void **state) {
                 int nice;
         } spec[] = { { "a", 3.1, 0.30, 0 }, { "a", 2.3, 0.10, 5 }, { "b", 4.7, 0.20, -3 } };
         pid_t pids[3];
-        double err_util[3][ONCE_RUNS], err_runnable[3][ONCE_RUNS], err_group[2][ONCE_RUNS];
+        double err_util[3][ONCE_RUNS], err_runnable[3][ONCE_RUNS], err_group[2][ONCE_RUNS], steal[ONCE_RUNS];
         char conf[64];
         int fd;
         FILE *f;
@@ -234,7 +246,7 @@ static void test_once_against_kernel(_unused_ void **state) {
         for (unsigned run = 0; run < ONCE_RUNS; run++) {
                 double ku[3] = {}, kr[3] = {};
                 unsigned reads = 0;
-                uint64_t usage0[2], usage1[2], t0, t1;
+                uint64_t usage0[2], usage1[2], t0, t1, steal0, steal1, total0, total1;
                 Once o = {};
                 pthread_t th;
                 json_object *root, *tasks, *groups;
@@ -243,6 +255,7 @@ static void test_once_against_kernel(_unused_ void **state) {
                 assert_int_equal(pthread_create(&th, NULL, run_once, &o), 0);
                 /* The kernel's values over peltd's last second; the groups' usage over its last ~350 ms. */
                 usleep(1000 * 1000);
+                cpu_times(&steal0, &total0);
                 t0 = bench_now_ns();
                 while (bench_now_ns() - t0 < 650ULL * 1000 * 1000) {
                         for (size_t i = 0; i < 3; i++) {
@@ -259,7 +272,10 @@ static void test_once_against_kernel(_unused_ void **state) {
                 t1 = bench_now_ns();
                 usage1[0] = group_usage_ns("a");
                 usage1[1] = group_usage_ns("b");
+                cpu_times(&steal1, &total1);
                 assert_int_equal(o.status, 0);
+                /* The kernel's PELT clock stops while the vCPU is stolen: so does a group's usage. */
+                steal[run] = total1 > total0 ? (double) (steal1 - steal0) / (double) (total1 - total0) : 0;
 
                 root = json_tokener_parse(o.out);
                 assert_non_null(root);
@@ -301,7 +317,7 @@ static void test_once_against_kernel(_unused_ void **state) {
                         json_object *g = json_object_array_get_idx(groups, i);
                         const char *name = i == 0 ? "a" : "b";
                         char path[128];
-                        double rate = (double) (usage1[i] - usage0[i]) * 1024.0 / (double) (t1 - t0);
+                        double rate = (double) (usage1[i] - usage0[i]) * 1024.0 / ((double) (t1 - t0) * (1 - steal[run]));
 
                         snprintf(path, sizeof path, "%s/%s", top, name);
                         assert_string_equal(json_object_get_string(get(g, "path")), path);
@@ -310,8 +326,8 @@ static void test_once_against_kernel(_unused_ void **state) {
                         assert_int_equal(json_object_get_int(get(g, "throttled_usec")), 0);
                         assert_non_null(get(g, "runnable_avg"));
                         assert_non_null(get(g, "load_avg"));
-                        printf("# run %u, group %s: util %d, its usage counter over the last %.0f ms: %.1f\n", run + 1, path,
-                               json_object_get_int(get(g, "util_avg")), (double) (t1 - t0) / 1e6, rate);
+                        printf("# run %u, group %s: util %d, its usage counter over the last %.0f ms: %.1f (steal %.1f%%)\n", run + 1,
+                               path, json_object_get_int(get(g, "util_avg")), (double) (t1 - t0) / 1e6, rate, steal[run] * 100);
                         err_group[i][run] = fabs(json_object_get_double(get(g, "util_avg")) - rate);
                 }
                 json_object_put(root);
@@ -319,12 +335,23 @@ static void test_once_against_kernel(_unused_ void **state) {
         }
         unlink(conf);
 
-        for (size_t i = 0; i < 3; i++) {
-                assert_true(median3(err_util[i]) <= UTIL_TOLERANCE);
-                assert_true(median3(err_runnable[i]) <= RUNNABLE_TOLERANCE);
+        /*
+         * /proc/stat counts steal in 10 ms ticks and peltd takes it over a second: when the host
+         * steals much, and in bursts, peltd follows the kernel's clock less closely. The room grows
+         * with the steal seen (a third of it in 1/1024 units: 30% steal, +100).
+         */
+        {
+                double extra = median3(steal) * 1024 / 3;
+
+                if (extra > 1)
+                        printf("# steal %.1f%%: %.0f more room\n", median3(steal) * 100, extra);
+                for (size_t i = 0; i < 3; i++) {
+                        assert_true(median3(err_util[i]) <= UTIL_TOLERANCE + extra);
+                        assert_true(median3(err_runnable[i]) <= RUNNABLE_TOLERANCE + extra);
+                }
+                for (size_t i = 0; i < 2; i++)
+                        assert_true(median3(err_group[i]) <= GROUP_TOLERANCE + extra);
         }
-        for (size_t i = 0; i < 2; i++)
-                assert_true(median3(err_group[i]) <= GROUP_TOLERANCE);
 }
 
 /* Threads that start, move and exit while sampling runs. */
