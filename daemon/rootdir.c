@@ -184,9 +184,15 @@ int rootdir_write_string(const RootDir *r, const char *path, const char *value) 
         size_t len = strlen(value);
         ssize_t n;
 
-        fd = rootdir_open_file(r, path, O_WRONLY | O_NOCTTY);
+        /* O_TRUNC as the shell's ">" does: kernfs ignores it, a fixture's regular file needs it. */
+        fd = rootdir_open_file(r, path, O_WRONLY | O_TRUNC | O_NOCTTY);
         if (fd < 0)
                 return fd;
+        /* An empty write reaches no kernfs handler: empty values go as a newline ("" to cpuset.cpus on v2). */
+        if (len == 0) {
+                value = "\n";
+                len = 1;
+        }
         n = write(fd, value, len);
         if (n < 0)
                 return negative_errno();

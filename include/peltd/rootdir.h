@@ -45,7 +45,10 @@ int rootdir_read_cpulist(const RootDir *r, const char *path, CpuMask *ret);
 /* A CPU hex map file ("ff,ffffffff"). */
 int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret);
 
-/* Writes value with one write() (as cgroupfs wants), no O_CREAT, no O_TRUNC surprises. */
+/*
+ * Writes value with one write() (as cgroupfs wants) to an existing file, truncating it as the
+ * shell's ">" does; an empty value is written as "\n" (a zero-length write reaches no kernfs handler).
+ */
 int rootdir_write_string(const RootDir *r, const char *path, const char *value);
 
 /* Reads all of fd from offset 0 with pread into buf (size includes room for the NUL). */

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * cgroup v2 writes on a fixture tree (this machine runs v1): the file names, the values, the
+ * shares-to-weight conversion, the controllers the parents must pass on, and the restore, through
+ * the same CgroupIO the daemon uses. The tree is made fresh in a temporary directory.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <sys/stat.h>
+#include <cmocka.h>
+
+#include "peltd/apply-cgroup.h"
+#include "peltd/cgroup-util.h"
+#include "peltd/macro.h"
+#include "peltd/rootdir.h"
+
+static char tmpdir[] = "/tmp/peltd-test-apply-fixture-XXXXXX";
+static char statepath[300];
+
+static void put(const char *rel, const char *value) {
+        char path[512];
+        FILE *f;
+
+        snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(value, f);
+        fclose(f);
+}
+
+static char *get(const char *rel) {
+        static char buf[256];
+        char path[512];
+        FILE *f;
+        size_t n;
+
+        snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
+        f = fopen(path, "re");
+        assert_non_null(f);
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = 0;
+        buf[strcspn(buf, "\n")] = 0;
+        return buf;
+}
+
+static void mkdirs(const char *rel) {
+        char path[512];
+
+        snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
+        assert_int_equal(mkdir(path, 0755), 0);
+}
+
+static void test_v2_placement_and_restore(_unused_ void **state) {
+        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+        _cleanup_originals_ Originals *o = NULL;
+        CgroupAccess access;
+        CgroupIO io;
+        Placement p = { .group = "/peltd/web", .shares = 2048, .target = APPLY_V2 };
+        CgWrite *w = NULL;
+        size_t n = 0;
+        CpuMask online;
+
+        /* A v2 tree where the parent passes cpu on but not yet cpuset, and web has a child of its own. */
+        put("cgroup.subtree_control", "cpuset cpu io memory\n");
+        mkdirs("peltd");
+        put("peltd/cgroup.subtree_control", "cpu\n");
+        mkdirs("peltd/web");
+        put("peltd/web/cpuset.cpus", "\n");
+        put("peltd/web/cpu.weight", "100\n");
+        mkdirs("peltd/web/worker");
+        put("peltd/web/worker/cpuset.cpus", "\n");
+
+        assert_int_equal(cgroup_fs_open_v2(tmpdir, &fs), 0);
+        access = (CgroupAccess){ .fs = fs };
+        io = cgroup_io_real(&access);
+        assert_int_equal(originals_load(statepath, &o), 0);
+
+        assert_int_equal(cpumask_parse_list("2-3", &p.cpus), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+
+        assert_string_equal(get("peltd/web/cpuset.cpus"), "2-3");
+        assert_string_equal(get("peltd/web/cpu.weight"), "200");       /* 2048 * 100 / 1024 */
+        assert_string_equal(get("peltd/cgroup.subtree_control"), "+cpuset");
+        assert_string_equal(get("cgroup.subtree_control"), "cpuset cpu io memory"); /* already on: not written */
+        assert_string_equal(get("peltd/web/worker/cpuset.cpus"), "");   /* inherits: left alone */
+
+        /* Every original, under the hierarchy's name. */
+        assert_int_equal(o->n_entries, 3);
+        assert_string_equal(originals_find(o, "unified", "/peltd/web", "cpuset.cpus")->original, "");
+        assert_string_equal(originals_find(o, "unified", "/peltd/web", "cpu.weight")->original, "100");
+        assert_string_equal(originals_find(o, "unified", "/peltd", "cgroup.subtree_control")->original, "cpu");
+
+        /*
+         * Restore: a regular file stands in for subtree_control, so put back the kernel's view of it
+         * ("cpuset cpu") before the restore reads it.
+         */
+        put("peltd/cgroup.subtree_control", "cpuset cpu\n");
+        assert_int_equal(cpumask_parse_list("0-3", &online), 0);
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(get("peltd/web/cpuset.cpus"), "");
+        assert_string_equal(get("peltd/web/cpu.weight"), "100");
+        assert_string_equal(get("peltd/cgroup.subtree_control"), "-cpuset");
+        assert_int_equal(o->n_entries, 0);
+}
+
+static int setup(_unused_ void **state) {
+        if (!mkdtemp(tmpdir))
+                return -1;
+        snprintf(statepath, sizeof statepath, "%s-state/originals", tmpdir);
+        return 0;
+}
+
+static int teardown(_unused_ void **state) {
+        char cmd[700];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s-state'", tmpdir, tmpdir);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_v2_placement_and_restore),
+        };
+
+        return cmocka_run_group_tests(tests, setup, teardown);
+}
