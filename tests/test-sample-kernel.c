@@ -8,7 +8,9 @@
  *     kernel's own /proc/PID/task/TID/sched, averaged over jittered reads; each group's util against
  *     its own usage counter;
  *   - libpeltd's sampling in this process: a worker started mid-run is found through the proc
- *     connector (no rescan), one that moves from a to b is seen in b, one that exits leaves.
+ *     connector (no rescan), one that moves from a to b is seen in b, one that exits leaves;
+ *   - a reused TID, in a PID namespace of its own: the old thread's kept fd says ESRCH, the new
+ *     thread is a new one.
  */
 #include <json-c/json.h>
 #include <math.h>
@@ -16,6 +18,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <cmocka.h>
 
@@ -23,6 +27,7 @@
 #include "machine-lock.h"
 #include "peltd/config.h"
 #include "peltd/log.h"
+#include "peltd/sample-proc.h"
 #include "peltd/sampling.h"
 
 /*
@@ -443,10 +448,103 @@ static void test_sampling_events(_unused_ void **state) {
         }
 }
 
+/*
+ * A reused TID on the real kernel: in a new PID namespace (with its own /proc) a thread is found,
+ * exits, and a new thread gets its TID (ns_last_pid). The kept schedstat fd of the old one answers
+ * ESRCH: the old thread is GONE and the new one is a NEW thread, never the old one continued.
+ */
+static void *waiting_thread(void *arg) {
+        int fd = *(int *) arg;
+        char c;
+
+        (void) !read(fd, &c, 1);
+        return NULL;
+}
+
+static int pid_reuse_child(void) {
+        char dir[] = "/tmp/peltd-test-proc-XXXXXX", path[128];
+        _cleanup_rootdir_ RootDir *proc = NULL;
+        _cleanup_proc_sampler_ ProcSampler *s = NULL;
+        pthread_t t;
+        pid_t tid;
+        ssize_t old_slot, new_slot;
+        int p[2], r = 0, fd;
+        uint64_t old_start;
+
+        /* PID 1 of the new namespace: its own /proc, mounted privately. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || !mkdtemp(dir) || mount("proc", dir, "proc", 0, NULL) < 0)
+                return 10;
+        if (rootdir_open(dir, &proc) < 0 || proc_sampler_new(proc, &(ProcSamplerOptions){}, &s) < 0)
+                return 11;
+
+        /* A thread that waits: found by the first round with its files kept open. */
+        if (pipe(p) < 0 || pthread_create(&t, NULL, waiting_thread, &p[0]) != 0)
+                return 12;
+        usleep(50 * 1000);
+        if (proc_sampler_round(s) < 0 || proc_sampler_n_threads(s) != 2)
+                return 13;
+        /* The other thread than us (PID 1). */
+        tid = 0;
+        for (size_t i = 0; i < proc_sampler_n_slots(s); i++)
+                if (proc_sampler_slot(s, i)->state == PROC_THREAD_NEW && proc_sampler_slot(s, i)->tid != 1)
+                        tid = proc_sampler_slot(s, i)->tid;
+        old_slot = proc_sampler_find(s, tid);
+        if (tid <= 1 || old_slot < 0 || proc_sampler_slot(s, (size_t) old_slot)->schedstat_fd < 0)
+                return 14;
+        old_start = proc_sampler_slot(s, (size_t) old_slot)->starttime;
+
+        /* It exits; the next thread made gets its TID back. */
+        (void) !write(p[1], "x", 1);
+        pthread_join(t, NULL);
+        snprintf(path, sizeof path, "%s/sys/kernel/ns_last_pid", dir);
+        fd = open(path, O_WRONLY | O_CLOEXEC);
+        if (fd < 0 || dprintf(fd, "%d", (int) tid - 1) < 0)
+                return 15;
+        close(fd);
+        usleep(20 * 1000); /* start times are in clock ticks: let one pass */
+        if (pthread_create(&t, NULL, waiting_thread, &p[0]) != 0)
+                return 16;
+        usleep(50 * 1000);
+        snprintf(path, sizeof path, "%s/1/task/%d", dir, (int) tid);
+        if (access(path, F_OK) < 0)
+                return 17; /* the TID was not reused: the test proves nothing */
+
+        if (proc_sampler_round(s) < 0)
+                return 18;
+        /* The old slot is GONE (ESRCH on its kept fd); the TID now names a NEW thread elsewhere. */
+        if (proc_sampler_slot(s, (size_t) old_slot)->state != PROC_THREAD_GONE)
+                r = 19;
+        new_slot = proc_sampler_find(s, tid);
+        if (!r && (new_slot < 0 || new_slot == old_slot || proc_sampler_slot(s, (size_t) new_slot)->state != PROC_THREAD_NEW ||
+                   proc_sampler_slot(s, (size_t) new_slot)->starttime == old_start))
+                r = 20;
+        (void) !write(p[1], "x", 1);
+        pthread_join(t, NULL);
+        umount(dir);
+        rmdir(dir);
+        return r;
+}
+
+static void test_pid_reuse(_unused_ void **state) {
+        pid_t pid;
+        int status;
+
+        assert_int_equal(unshare(CLONE_NEWPID | CLONE_NEWNS), 0);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0)
+                _exit(pid_reuse_child());
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("pid reuse check failed: status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_once_against_kernel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sampling_events, setup, teardown),
+                /* Last: it leaves this process in new PID and mount namespaces for its children. */
+                cmocka_unit_test(test_pid_reuse),
         };
 
         machine_lock();
