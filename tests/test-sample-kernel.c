@@ -529,11 +529,23 @@ static void test_pid_reuse(_unused_ void **state) {
         pid_t pid;
         int status;
 
-        assert_int_equal(unshare(CLONE_NEWPID | CLONE_NEWNS), 0);
+        /* A child enters the new namespaces (this process stays where it is), its child is PID 1 there. */
         pid = fork();
         assert_true(pid >= 0);
-        if (pid == 0)
-                _exit(pid_reuse_child());
+        if (pid == 0) {
+                pid_t inner;
+
+                if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+                        _exit(2);
+                inner = fork();
+                if (inner < 0)
+                        _exit(3);
+                if (inner == 0)
+                        _exit(pid_reuse_child());
+                if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
+                        _exit(4);
+                _exit(WEXITSTATUS(status));
+        }
         assert_int_equal(waitpid(pid, &status, 0), pid);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 fail_msg("pid reuse check failed: status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
@@ -543,7 +555,6 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_once_against_kernel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sampling_events, setup, teardown),
-                /* Last: it leaves this process in new PID and mount namespaces for its children. */
                 cmocka_unit_test(test_pid_reuse),
         };
 
