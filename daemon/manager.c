@@ -354,8 +354,6 @@ static void collect_threads(Manager *m) {
         SampledThread *t = NULL;
         size_t n = sampling_threads(m->sampling, &t);
         _cleanup_free_ double *num = new0(double, MAX(m->n_groups, 1u)), *den = new0(double, MAX(m->n_groups, 1u));
-        cpu_set_t *aff = CPU_ALLOC(CPUMASK_MAX);
-        size_t aff_size = CPU_ALLOC_SIZE(CPUMASK_MAX);
 
         for (size_t i = 0; i < m->n_groups; i++) {
                 m->groups[i].nr_threads = 0;
@@ -377,16 +375,18 @@ static void collect_threads(Manager *m) {
                         num[gi] += (u + 1) * (double) t[i].avg_slice_ns / 1000.0;
                         den[gi] += u + 1;
                 }
-                /* A thread that pinned itself narrower than its cpuset (sched_setaffinity): leave the group alone. */
-                if (aff && g->info_valid && sched_getaffinity(t[i].tid, aff_size, aff) == 0) {
-                        CpuMask a;
+                /*
+                 * A thread that pinned itself narrower than its cpuset (sched_setaffinity): leave the
+                 * group alone. The kernel's mask is an array of longs, bit n for CPU n: the layout of
+                 * a CpuMask, so it is read straight into one (one syscall a thread, no bit loop).
+                 */
+                if (g->info_valid && !g->pinned_narrower) {
+                        CpuMask a, in;
 
                         cpumask_zero(&a);
-                        for (int c = 0; c < CPUMASK_MAX; c++)
-                                if (CPU_ISSET_S((size_t) c, aff_size, aff))
-                                        (void) cpumask_set(&a, c);
+                        if (sched_getaffinity(t[i].tid, sizeof a.bits, (cpu_set_t *) a.bits) < 0)
+                                continue;
                         cpumask_and(&a, &a, &m->topology->online);
-                        CpuMask in;
                         cpumask_and(&in, &g->cpus, &m->topology->online);
                         if (!cpumask_empty(&a) && cpumask_subset(&a, &in) && !cpumask_equal(&a, &in))
                                 g->pinned_narrower = true;
@@ -394,8 +394,6 @@ static void collect_threads(Manager *m) {
         }
         for (size_t i = 0; num && den && i < m->n_groups; i++)
                 m->groups[i].avg_slice_usec = den[i] > 0 ? (usec_t) (num[i] / den[i]) : 0;
-        if (aff)
-                CPU_FREE(aff);
 }
 
 /* ---- Applying --------------------------------------------------------------------------------- */
