@@ -34,6 +34,7 @@ typedef struct ManagedGroup {
         CpuMask mems;                /* cpuset.mems node ids */
         bool has_mems;
         bool pinned_narrower;
+        bool affinity_checked;       /* its threads' affinity was read at least once */
 
         /* From its threads, at task rounds. */
         unsigned nr_threads;
@@ -78,6 +79,7 @@ struct Manager {
 
         ManagedGroup *groups;        /* sorted by path */
         size_t n_groups;
+        unsigned task_rounds;
 
         unsigned n_changes;
         char last_change[512];
@@ -354,11 +356,18 @@ static void collect_threads(Manager *m) {
         SampledThread *t = NULL;
         size_t n = sampling_threads(m->sampling, &t);
         _cleanup_free_ double *num = new0(double, MAX(m->n_groups, 1u)), *den = new0(double, MAX(m->n_groups, 1u));
+        /* Threads pin themselves rarely: affinity is read for new groups and every tenth task round. */
+        bool all_affinities = m->task_rounds++ % 10 == 0;
 
         for (size_t i = 0; i < m->n_groups; i++) {
-                m->groups[i].nr_threads = 0;
-                m->groups[i].max_task_util = 0;
-                m->groups[i].pinned_narrower = false;
+                ManagedGroup *g = &m->groups[i];
+
+                g->nr_threads = 0;
+                g->max_task_util = 0;
+                if (all_affinities || !g->affinity_checked) {
+                        g->pinned_narrower = false;
+                        g->affinity_checked = false;
+                }
         }
         for (size_t i = 0; t && num && den && i < n; i++) {
                 ManagedGroup *g = group_of_path(m, t[i].cgroup);
@@ -380,7 +389,7 @@ static void collect_threads(Manager *m) {
                  * group alone. The kernel's mask is an array of longs, bit n for CPU n: the layout of
                  * a CpuMask, so it is read straight into one (one syscall a thread, no bit loop).
                  */
-                if (g->info_valid && !g->pinned_narrower) {
+                if (g->info_valid && !g->affinity_checked && !g->pinned_narrower) {
                         CpuMask a, in;
 
                         cpumask_zero(&a);
@@ -392,8 +401,11 @@ static void collect_threads(Manager *m) {
                                 g->pinned_narrower = true;
                 }
         }
-        for (size_t i = 0; num && den && i < m->n_groups; i++)
+        for (size_t i = 0; num && den && i < m->n_groups; i++) {
                 m->groups[i].avg_slice_usec = den[i] > 0 ? (usec_t) (num[i] / den[i]) : 0;
+                if (m->groups[i].info_valid)
+                        m->groups[i].affinity_checked = true;
+        }
 }
 
 /* ---- Applying --------------------------------------------------------------------------------- */

@@ -32,7 +32,8 @@ configure() {
         local dir=$1
         shift
         if [[ -f $dir/build.ninja ]]; then
-                meson configure "$dir" "$@" >/dev/null || die "meson configure $dir failed"
+                # Regenerate now: a named target of a new meson.build is unknown until then.
+                meson setup --reconfigure "$dir" "$@" >/dev/null || die "meson setup --reconfigure $dir failed"
         else
                 meson setup "$dir" "$@" >/dev/null || die "meson setup $dir failed"
         fi
