@@ -80,32 +80,14 @@ static void cleanup(void) {
 
 static _Noreturn void duty_worker(const Duty *d) {
         uint64_t period = (uint64_t) (d->period_ms * 1e6), busy = (uint64_t) (d->period_ms * d->duty * 1e6);
-        uint64_t next;
         char group[128];
 
         snprintf(group, sizeof group, "%s/%s", top, d->group);
         bench_cgroup_attach(group, getpid());
         if (setpriority(PRIO_PROCESS, 0, d->nice) < 0)
                 bench_die("setpriority: %s", strerror(errno));
-        prctl(PR_SET_TIMERSLACK, 1UL);
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-
-        next = bench_now_ns();
-        for (;;) {
-                uint64_t start = next;
-                struct timespec ts;
-
-                /*
-                 * Busy for `busy` ns of CPU time, not of wall time: a late wakeup then does not
-                 * shorten the work, and each period holds the same run time.
-                 */
-                (void) start;
-                bench_spin_cpu_ns(busy);
-                next += period;
-                ts.tv_sec = (time_t) (next / 1000000000ULL);
-                ts.tv_nsec = (long) (next % 1000000000ULL);
-                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        }
+        bench_duty_loop(period, busy);
 }
 
 /* ---- the kernel's values --------------------------------------------------------------------- */

@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/magic.h>
@@ -56,6 +57,26 @@ static inline void bench_spin_cpu_ns(uint64_t ns) {
 }
 
 /* v2 when /sys/fs/cgroup itself is cgroup2 (the cpu controller lives there). */
+/*
+ * Runs busy_ns of CPU time every period_ns, forever, on absolute period boundaries. Busy in CPU
+ * time, not wall time: a late wakeup then does not shorten the work, and each period holds the
+ * same run time.
+ */
+static inline _Noreturn void bench_duty_loop(uint64_t period_ns, uint64_t busy_ns) {
+        uint64_t next = bench_now_ns();
+
+        prctl(PR_SET_TIMERSLACK, 1UL);
+        for (;;) {
+                struct timespec ts;
+
+                bench_spin_cpu_ns(busy_ns);
+                next += period_ns;
+                ts.tv_sec = (time_t) (next / 1000000000ULL);
+                ts.tv_nsec = (long) (next % 1000000000ULL);
+                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        }
+}
+
 static inline bool bench_cgroup_v2(void) {
         struct statfs s;
 

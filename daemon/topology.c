@@ -474,86 +474,101 @@ static void read_llc(const RootDir *root, const CpuMask *online, CpuRaw *raw) {
         raw->llc_key = (GroupKey){ 0, raw->cpu, 0 };
 }
 
-static int build_packages(Topology *t, CpuRaw *raw) {
+/* The levels whose groups carry an id: packages, dies, clusters. */
+typedef enum Level {
+        LEVEL_PACKAGE,
+        LEVEL_DIE,
+        LEVEL_CLUSTER,
+} Level;
+
+static GroupKey level_key(const CpuRaw *r, Level l) {
+        return l == LEVEL_PACKAGE ? r->package_key : l == LEVEL_DIE ? r->die_key : r->cluster_key;
+}
+
+/* A group's id, from its lowest CPU's: as sysfs gives it, else that CPU (or, for dies, the package). */
+static int level_id(const Topology *t, const CpuRaw *raw, size_t lo, Level l) {
+        switch (l) {
+        case LEVEL_PACKAGE:
+                return raw[lo].package_id == ID_LOWEST_CPU ? raw[lo].cpu : raw[lo].package_id;
+        case LEVEL_DIE:
+                return raw[lo].die_id == DIE_ID_OF_PACKAGE ? t->cpus[lo].package :
+                       raw[lo].die_id == ID_LOWEST_CPU     ? raw[lo].cpu :
+                                                             raw[lo].die_id;
+        case LEVEL_CLUSTER:
+                return raw[lo].cluster_id == ID_LOWEST_CPU ? raw[lo].cpu : raw[lo].cluster_id;
+        }
+        return -1;
+}
+
+/*
+ * Groups the CPUs of one level by their keys, names each group, and returns the groups with,
+ * per CPU, its group's index (ret_index) and id (ret_id).
+ */
+static int build_level(Topology *t, const CpuRaw *raw, Level l, TopoGroup **ret, size_t *ret_n, int *ret_index,
+                       int *ret_id) {
         _cleanup_free_ GroupKey *keys = new0(GroupKey, t->n_cpus);
-        _cleanup_free_ int *index = new0(int, t->n_cpus);
         _cleanup_free_ size_t *first = NULL;
         _cleanup_free_ CpuMask *masks = NULL;
         _cleanup_free_ int *ids = NULL;
         size_t n;
         int r;
 
-        if (!keys || !index)
+        if (!keys)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_cpus; i++)
-                keys[i] = raw[i].package_key;
-        r = group_by_key(t->cpus, t->n_cpus, keys, NULL, &masks, &n, index, &first);
+                keys[i] = level_key(&raw[i], l);
+        r = group_by_key(t->cpus, t->n_cpus, keys, NULL, &masks, &n, ret_index, &first);
         if (r < 0)
                 return r;
         ids = new0(int, MAX(n, (size_t) 1));
         if (!ids)
                 return -ENOMEM;
-        for (size_t g = 0; g < n; g++) {
-                const CpuRaw *lo = &raw[first[g]];
-
-                ids[g] = lo->package_id == ID_LOWEST_CPU ? lo->cpu : lo->package_id;
-        }
-        r = make_topo_groups(masks, n, ids, &t->packages);
+        for (size_t g = 0; g < n; g++)
+                ids[g] = level_id(t, raw, first[g], l);
+        r = make_topo_groups(masks, n, ids, ret);
         if (r < 0)
                 return r;
-        t->n_packages = n;
+        *ret_n = n;
+        for (size_t i = 0; i < t->n_cpus; i++)
+                ret_id[i] = ids[ret_index[i]];
+        return 0;
+}
+
+static int build_packages(Topology *t, CpuRaw *raw) {
+        _cleanup_free_ int *index = new0(int, t->n_cpus), *id = new0(int, t->n_cpus);
+        int r;
+
+        if (!index || !id)
+                return -ENOMEM;
+        r = build_level(t, raw, LEVEL_PACKAGE, &t->packages, &t->n_packages, index, id);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < t->n_cpus; i++) {
                 t->cpus[i].package_index = index[i];
-                t->cpus[i].package = ids[index[i]];
+                t->cpus[i].package = id[i];
         }
         return 0;
 }
 
 static int build_dies(Topology *t, CpuRaw *raw) {
-        _cleanup_free_ GroupKey *keys = new0(GroupKey, t->n_cpus);
-        _cleanup_free_ int *index = new0(int, t->n_cpus);
-        _cleanup_free_ size_t *first = NULL;
-        _cleanup_free_ CpuMask *masks = NULL;
-        _cleanup_free_ int *ids = NULL;
-        size_t n;
+        _cleanup_free_ int *index = new0(int, t->n_cpus), *id = new0(int, t->n_cpus);
         int r;
 
-        if (!keys || !index)
+        if (!index || !id)
                 return -ENOMEM;
-        for (size_t i = 0; i < t->n_cpus; i++)
-                keys[i] = raw[i].die_key;
-        r = group_by_key(t->cpus, t->n_cpus, keys, NULL, &masks, &n, index, &first);
+        r = build_level(t, raw, LEVEL_DIE, &t->dies, &t->n_dies, index, id);
         if (r < 0)
                 return r;
-        ids = new0(int, MAX(n, (size_t) 1));
-        if (!ids)
-                return -ENOMEM;
-        for (size_t g = 0; g < n; g++) {
-                size_t lo = first[g];
-
-                ids[g] = raw[lo].die_id == DIE_ID_OF_PACKAGE ? t->cpus[lo].package :
-                         raw[lo].die_id == ID_LOWEST_CPU     ? raw[lo].cpu :
-                                                               raw[lo].die_id;
-        }
-        r = make_topo_groups(masks, n, ids, &t->dies);
-        if (r < 0)
-                return r;
-        t->n_dies = n;
         for (size_t i = 0; i < t->n_cpus; i++) {
                 t->cpus[i].die_index = index[i];
-                t->cpus[i].die = ids[index[i]];
+                t->cpus[i].die = id[i];
         }
         return 0;
 }
 
 static int build_clusters(Topology *t, CpuRaw *raw) {
-        _cleanup_free_ GroupKey *keys = NULL;
-        _cleanup_free_ int *index = NULL;
-        _cleanup_free_ size_t *first = NULL;
-        _cleanup_free_ CpuMask *masks = NULL;
-        _cleanup_free_ int *ids = NULL;
+        _cleanup_free_ int *index = NULL, *id = NULL;
         bool any_list = false, any_id = false, any_valid_id = false;
-        size_t n;
         int r;
 
         for (size_t i = 0; i < t->n_cpus; i++) {
@@ -571,31 +586,17 @@ static int build_clusters(Topology *t, CpuRaw *raw) {
                 return 0;
         }
 
-        keys = new0(GroupKey, t->n_cpus);
         index = new0(int, t->n_cpus);
-        if (!keys || !index)
+        id = new0(int, t->n_cpus);
+        if (!index || !id)
                 return -ENOMEM;
-        for (size_t i = 0; i < t->n_cpus; i++)
-                keys[i] = raw[i].cluster_key;
-        r = group_by_key(t->cpus, t->n_cpus, keys, NULL, &masks, &n, index, &first);
+        r = build_level(t, raw, LEVEL_CLUSTER, &t->clusters, &t->n_clusters, index, id);
         if (r < 0)
                 return r;
-        ids = new0(int, MAX(n, (size_t) 1));
-        if (!ids)
-                return -ENOMEM;
-        for (size_t g = 0; g < n; g++) {
-                const CpuRaw *lo = &raw[first[g]];
-
-                ids[g] = lo->cluster_id == ID_LOWEST_CPU ? lo->cpu : lo->cluster_id;
-        }
-        r = make_topo_groups(masks, n, ids, &t->clusters);
-        if (r < 0)
-                return r;
-        t->n_clusters = n;
         t->has_clusters = true;
         for (size_t i = 0; i < t->n_cpus; i++) {
                 t->cpus[i].cluster_index = index[i];
-                t->cpus[i].cluster = ids[index[i]];
+                t->cpus[i].cluster = id[i];
         }
         return 0;
 }

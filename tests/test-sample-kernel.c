@@ -58,24 +58,7 @@ static void cleanup(void) {
 }
 
 static _Noreturn void duty(double period_ms, double share) {
-        uint64_t period = (uint64_t) (period_ms * 1e6), busy = (uint64_t) (period_ms * share * 1e6), next = bench_now_ns();
-
-        prctl(PR_SET_TIMERSLACK, 1UL);
-        for (;;) {
-                uint64_t start = next;
-                struct timespec ts;
-
-                /*
-                 * Busy for `busy` ns of CPU time, not of wall time: a late wakeup then does not
-                 * shorten the work, and each period holds the same run time.
-                 */
-                (void) start;
-                bench_spin_cpu_ns(busy);
-                next += period;
-                ts.tv_sec = (time_t) (next / 1000000000ULL);
-                ts.tv_nsec = (long) (next % 1000000000ULL);
-                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        }
+        bench_duty_loop((uint64_t) (period_ms * 1e6), (uint64_t) (period_ms * share * 1e6));
 }
 
 /* A duty-cycle worker in group g (below top), attached before it starts working. */
