@@ -157,13 +157,9 @@ static int open_group(void *userdata, const IniPos *pos, const char *arg, void *
         GroupConfig *g, *n;
         int r;
 
-        r = cgroup_path_normalize(arg, &path);
-        if (r == -ENOMEM)
-                return log_oom();
+        r = ini_group_section_path(pos, arg, &path);
         if (r < 0)
-                return ini_error(pos, NULL, "[Group %s]: expected an absolute cgroup path without \".\" or \"..\".", arg);
-        if (streq(path, "/"))
-                return ini_error(pos, NULL, "[Group /]: the root cgroup cannot be managed.");
+                return r;
 
         g = (GroupConfig *) config_find_group(c, path);
         if (g) {

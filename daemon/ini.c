@@ -432,6 +432,22 @@ int cgroup_path_normalize(const char *in, char **ret) {
         return 0;
 }
 
+int ini_group_section_path(const IniPos *pos, const char *arg, char **ret) {
+        char *path;
+        int r = cgroup_path_normalize(arg, &path);
+
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return ini_error(pos, NULL, "[Group %s]: expected an absolute cgroup path without \".\" or \"..\".", arg);
+        if (streq(path, "/")) {
+                free(path);
+                return ini_error(pos, NULL, "[Group /]: the root cgroup cannot be managed.");
+        }
+        *ret = path;
+        return 0;
+}
+
 bool cgroup_path_under(const char *path, const char *root) {
         size_t l = strlen(root);
 

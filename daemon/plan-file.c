@@ -27,13 +27,9 @@ static int open_group(void *userdata, const IniPos *pos, const char *arg, void *
         PlanGroup *n;
         int r;
 
-        r = cgroup_path_normalize(arg, &path);
-        if (r == -ENOMEM)
-                return log_oom();
+        r = ini_group_section_path(pos, arg, &path);
         if (r < 0)
-                return ini_error(pos, NULL, "[Group %s]: expected an absolute cgroup path without \".\" or \"..\".", arg);
-        if (streq(path, "/"))
-                return ini_error(pos, NULL, "[Group /]: the root cgroup cannot be placed.");
+                return r;
         for (size_t i = 0; i < f->n_groups; i++)
                 if (streq(f->groups[i].path, path))
                         return ini_error(pos, NULL, "[Group %s] appears twice (first at line %u).", path,
