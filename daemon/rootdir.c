@@ -181,8 +181,12 @@ int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret) {
 
 int rootdir_write_string(const RootDir *r, const char *path, const char *value) {
         _cleanup_close_ int fd = -1;
-        size_t len = strlen(value);
+        size_t len;
         ssize_t n;
+
+        if (isempty(value))
+                value = "\n";
+        len = strlen(value);
 
         fd = rootdir_open_file(r, path, O_WRONLY | O_NOCTTY);
         if (fd < 0)

@@ -45,7 +45,11 @@ int rootdir_read_cpulist(const RootDir *r, const char *path, CpuMask *ret);
 /* A CPU hex map file ("ff,ffffffff"). */
 int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret);
 
-/* Writes value with one write() (as cgroupfs wants), no O_CREAT, no O_TRUNC surprises. */
+/*
+ * Writes value with one write() (as cgroupfs wants), no O_CREAT, no O_TRUNC surprises. An empty
+ * value is written as "\n": a write of zero bytes never reaches a kernfs file's handler (v2's
+ * cpuset.cpus would keep its CPUs), and cgroupfs and sysfs strip the newline.
+ */
 int rootdir_write_string(const RootDir *r, const char *path, const char *value);
 
 /* Reads all of fd from offset 0 with pread into buf (size includes room for the NUL). */
