@@ -225,6 +225,41 @@ static void sync_record(Originals *o, const CgWrite *w, const char *now) {
                 (void) originals_record(o, w->hierarchy, w->group, w->file, e->original, now);
 }
 
+/*
+ * v2: a group's cpuset.* and cpu.* files exist only while its parent passes the controller on. When
+ * this batch enables it there ("+cpuset" in the parent's cgroup.subtree_control, which is written
+ * first), the missing file is read as what the kernel creates it with: an empty cpuset (every CPU
+ * of the parent) and the default weight. NULL: the file is missing for another reason.
+ */
+static const char *initial_value(const CgWrite *w, size_t n, const CgWrite *item) {
+        static const char *const initial[][2] = {
+                { "cpuset.cpus", "" },
+                { "cpuset.mems", "" },
+                { "cpu.weight", "100" },
+        };
+        const char *value = NULL, *slash = strrchr(item->group, '/');
+        size_t plen;
+
+        if (!streq(item->hierarchy, "unified") || !slash)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(initial); i++)
+                if (streq(item->file, initial[i][0]))
+                        value = initial[i][1];
+        if (!value)
+                return NULL;
+        plen = slash == item->group ? 1 : (size_t) (slash - item->group); /* the parent: "/" or "/a" */
+        for (size_t i = 0; i < n; i++) {
+                const char *ctl = w[i].value + 1, *dot = strchr(item->file, '.');
+
+                if (!is_subtree_control(w[i].file) || !streq(w[i].hierarchy, "unified") || w[i].value[0] != '+' ||
+                    strlen(w[i].group) != plen || !strneq(w[i].group, item->group, plen))
+                        continue;
+                if (strlen(ctl) == (size_t) (dot - item->file) && strneq(ctl, item->file, strlen(ctl)))
+                        return value;
+        }
+        return NULL;
+}
+
 int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run) {
         _cleanup_free_ CgWrite **items = NULL;
         _cleanup_free_ const char **from = NULL, **to = NULL;
@@ -253,6 +288,10 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                                                        w[i].value, w[i].group);
                 }
                 r = io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &w[i].old);
+                if (r == -ENOENT && initial_value(w, n, &w[i])) {
+                        w[i].old = strdup(initial_value(w, n, &w[i]));
+                        r = w[i].old ? 0 : -ENOMEM;
+                }
                 if (r < 0)
                         return w[i].error = r;
                 if (!value_holds(w[i].file, w[i].old, w[i].value)) {
