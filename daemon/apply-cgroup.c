@@ -34,9 +34,25 @@ static bool list_has(const char *list, const char *name) {
         return false;
 }
 
+/* Whether a controller list holds what each of the words "+cpuset -cpu ..." asks for. */
+static bool controllers_hold(const char *current, const char *value) {
+        for (const char *p = value + strspn(value, " \t\n"); *p; p += strspn(p, " \t\n")) {
+                size_t l = strcspn(p, " \t\n");
+                char name[64];
+
+                if ((p[0] != '+' && p[0] != '-') || l < 2 || l > sizeof name)
+                        return false;
+                snprintf(name, sizeof name, "%.*s", (int) (l - 1), p + 1);
+                if (list_has(current, name) != (p[0] == '+'))
+                        return false;
+                p += l;
+        }
+        return true;
+}
+
 /*
  * Whether the file holding `current` already says `value`: CPU lists compare as sets; a
- * subtree_control write "+cpuset" / "-cpuset" is done when the controller is (not) listed.
+ * subtree_control write "+cpuset" / "-cpuset +cpu" is done when each controller is (not) listed.
  */
 static bool value_holds(const char *file, const char *current, const char *value) {
         if (cg_file_is_cpulist(file)) {
@@ -47,8 +63,26 @@ static bool value_holds(const char *file, const char *current, const char *value
                 return cpumask_equal(&a, &b);
         }
         if (is_subtree_control(file) && (value[0] == '+' || value[0] == '-'))
-                return list_has(current, value + 1) == (value[0] == '+');
+                return controllers_hold(current, value);
         return streq(current, value);
+}
+
+/*
+ * What the state file keeps as peltd's last write of a file. A group's subtree_control takes one
+ * write per controller ("+cpuset", then "+cpu"): the record keeps all that peltd enabled
+ * ("+cpuset +cpu"), so that a restore disables each of them.
+ */
+static char *recorded_value(const Originals *o, const CgWrite *w, const char *value) {
+        const Original *e = o ? originals_find(o, w->hierarchy, w->group, w->file) : NULL;
+        char *s;
+
+        if (!is_subtree_control(w->file) || !e || e->written[0] != '+' || value[0] != '+')
+                return strdup(value);
+        if (list_has(e->written, value))
+                return strdup(e->written);
+        if (asprintf(&s, "%s %s", e->written, value) < 0)
+                return NULL;
+        return s;
 }
 
 static int depth(const char *group) {
@@ -178,7 +212,9 @@ static int write_items(const CgroupIO *io, CgWrite *const *items, const char *co
                         if (st->after >= 0 && steps[st->after].error != 0)
                                 continue;
                         if (record) {
-                                r = originals_record(record, w->hierarchy, w->group, w->file, w->old, st->value);
+                                _cleanup_free_ char *v = recorded_value(record, w, st->value);
+
+                                r = v ? originals_record(record, w->hierarchy, w->group, w->file, w->old, v) : -ENOMEM;
                                 if (r < 0) {
                                         st->error = log_error_errno(r, "Failed to record the original %s of %s in %s, not writing it: %m",
                                                                     w->file, w->group, record->path);
@@ -394,6 +430,33 @@ static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hier
         return 0;
 }
 
+/* "-cpuset -cpu" for each "+X" of written that original does not list; NULL when there is none. */
+static int controllers_to_disable(const char *original, const char *written, char **ret) {
+        _cleanup_free_ char *s = strdup("");
+
+        *ret = NULL;
+        if (!s)
+                return -ENOMEM;
+        for (const char *p = written + strspn(written, " \t\n"); *p; p += strspn(p, " \t\n")) {
+                size_t l = strcspn(p, " \t\n");
+                char name[64], *n;
+
+                if (p[0] == '+' && l >= 2 && l <= sizeof name) {
+                        snprintf(name, sizeof name, "%.*s", (int) (l - 1), p + 1);
+                        if (!list_has(original, name)) {
+                                if (asprintf(&n, "%s%s-%s", s, *s ? " " : "", name) < 0)
+                                        return -ENOMEM;
+                                free(s);
+                                s = n;
+                        }
+                }
+                p += l;
+        }
+        if (*s)
+                *ret = TAKE_PTR(s);
+        return 0;
+}
+
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
         _cleanup_free_ CgWrite *w = NULL;
         _cleanup_free_ CgWrite **order = NULL;
@@ -453,13 +516,12 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                 }
 
                 if (is_subtree_control(e->file)) {
-                        const char *ctl = e->written + 1;
-
-                        /* peltd enabled a controller: disable it again only if it was not on before. */
-                        if (e->written[0] != '+' || list_has(e->original, ctl))
+                        /* peltd enabled controllers ("+cpuset +cpu"): disable those that were not on before. */
+                        r = controllers_to_disable(e->original, e->written, &target);
+                        if (r < 0)
+                                return r;
+                        if (!target)
                                 continue;
-                        if (asprintf(&target, "-%s", ctl) < 0)
-                                return -ENOMEM;
                 } else if (streq(e->file, "cpuset.cpus") && isempty(e->original)) {
                         /* v2: empty is "the parent's CPUs", and is written back as it was. */
                         target = strdup("");
