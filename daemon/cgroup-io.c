@@ -51,6 +51,31 @@ static int io_read(void *userdata, const char *hierarchy, const char *group, con
         return rootdir_read_string(root, path, ret);
 }
 
+/*
+ * After AllowedCPUs= is reset, systemd (252) no longer writes the unit's cpuset.cpus and leaves the
+ * CPUs it last had there: the unit would stay where peltd put it. Empty is what the file held before
+ * AllowedCPUs= was set (every CPU of the parent), and systemd does not write it again until
+ * AllowedCPUs= is set again. No cgroup yet (the unit is not running) or no cpuset controller for it:
+ * it has every CPU of its parent already.
+ */
+static int clear_unit_cpuset(const CgroupAccess *a, const char *unit) {
+        _cleanup_free_ char *cg = NULL, *path = NULL;
+        int r;
+
+        if (!a->fs->unified)
+                return 0;
+        r = systemd_unit_control_group(a->bus, unit, &cg);
+        if (r < 0)
+                return r;
+        if (isempty(cg))
+                return 0;
+        path = cgroup_file_path(cg, "cpuset.cpus");
+        if (!path)
+                return -ENOMEM;
+        r = rootdir_write_string(a->fs->unified, path, "");
+        return r == -ENOENT ? 0 : r;
+}
+
 static int io_write(void *userdata, const char *hierarchy, const char *group, const char *file, const char *value) {
         CgroupAccess *r = userdata;
         _cleanup_free_ char *path = NULL;
@@ -65,7 +90,11 @@ static int io_write(void *userdata, const char *hierarchy, const char *group, co
                         return -ENOTCONN;
                 if (streq(file, "AllowedCPUs")) {
                         k = systemd_allowed_from_string(value, &m);
-                        return k < 0 ? k : systemd_unit_set_cpu(r->bus, group, &m, false, 0);
+                        if (k >= 0)
+                                k = systemd_unit_set_cpu(r->bus, group, &m, false, 0);
+                        if (k >= 0 && cpumask_empty(&m))
+                                k = clear_unit_cpuset(r, group);
+                        return k;
                 }
                 if (streq(file, "CPUWeight")) {
                         k = systemd_weight_from_string(value, &w);

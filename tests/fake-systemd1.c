@@ -193,6 +193,7 @@ static const sd_bus_vtable unit_vtable[] = {
 
 static const sd_bus_vtable service_vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("ControlGroup", "s", NULL, offsetof(Unit, cgroup), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Delegate", "b", NULL, offsetof(Unit, delegate), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("AllowedCPUs", "ay", prop_allowed, 0, 0),
         SD_BUS_PROPERTY("CPUWeight", "t", NULL, offsetof(Unit, weight), 0),
