@@ -583,10 +583,15 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                 order[i]->error = errors[i];
         }
         for (size_t i = 0; i < n; i++)
-                if (order[i]->error == 0)
-                        log_info("Restored %s of %s: %s -> %s.", order[i]->file, order[i]->group, order[i]->old,
-                                 order[i]->value);
-                else
+                if (order[i]->error == 0) {
+                        /* What the file holds now: a v2 cpuset with tasks takes its parent's CPUs for "". */
+                        _cleanup_free_ char *now = NULL;
+
+                        (void) io->read(io->userdata, order[i]->hierarchy, order[i]->group, order[i]->file, &now);
+                        now = now ?: strdup(order[i]->value);
+                        log_info("Restored %s of %s: %s -> %s.", order[i]->file, order[i]->group,
+                                 isempty(order[i]->old) ? "(empty)" : order[i]->old, isempty(now) ? "(empty)" : now);
+                } else
                         log_error_errno(order[i]->error, "Failed to restore %s of %s to %s: %m", order[i]->file,
                                         order[i]->group, order[i]->value);
 

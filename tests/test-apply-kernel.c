@@ -9,7 +9,9 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "machine-lock.h"
@@ -160,18 +162,20 @@ static void test_narrow_widen_restore(_unused_ void **state) {
 }
 
 /*
- * v2: /base/g/c, with cpuset and cpu enabled for base's children (by the test) but not for g's.
- * Placing c must enable them in g (base and the root already pass them on); restoring must empty
- * the cpusets again (a v2 cpuset that was empty is "every CPU of the parent") and disable in g
- * what the placement enabled.
+ * v2: /base/g/c with a task in c, and /base/h without tasks; cpuset and cpu enabled for base's
+ * children (by the test) but not for g's. Placing c must enable them in g (base and the root
+ * already pass them on). Restoring must empty h's cpuset again (a v2 cpuset that was empty is
+ * "every CPU of the parent"), give g and c, which the kernel does not let go empty while they have
+ * tasks, their parents' CPUs, and disable in g what the placement enabled.
  */
 static void test_v2_place_restore(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CgWrite *w = NULL;
         size_t n = 0;
-        char g[96], c[96], last[8];
+        char g[96], c[96], h[96], last[8];
         int lastcpu = cpumask_last(&online);
         Placement p = { .shares = 2048, .target = APPLY_V2 };
+        pid_t task;
 
         if (!v2)
                 skip(); /* the test guest runs it (tests/vm) */
@@ -179,12 +183,21 @@ static void test_v2_place_restore(_unused_ void **state) {
                 fail_msg("needs two online CPUs");
         cleanup_tree();
         sh("echo '+cpuset +cpu' > %s/cgroup.subtree_control", UNIFIED_MOUNT);
-        sh("mkdir -p %s%s/g/c && echo '+cpuset +cpu' > %s%s/cgroup.subtree_control", UNIFIED_MOUNT, base, UNIFIED_MOUNT, base);
+        sh("mkdir -p %s%s/g/c %s%s/h && echo '+cpuset +cpu' > %s%s/cgroup.subtree_control", UNIFIED_MOUNT, base,
+           UNIFIED_MOUNT, base, UNIFIED_MOUNT, base);
         snprintf(g, sizeof g, "%s/g", base);
         snprintf(c, sizeof c, "%s/g/c", base);
+        snprintf(h, sizeof h, "%s/h", base);
         snprintf(last, sizeof last, "%d", lastcpu);
         assert_string_equal(get("unified", g, "cpuset.cpus"), "");
         assert_string_equal(get("unified", g, "cgroup.subtree_control"), "");
+        task = fork();
+        assert_true(task >= 0);
+        if (task == 0) {
+                pause();
+                _exit(0);
+        }
+        sh("echo %d > %s%s/cgroup.procs", (int) task, UNIFIED_MOUNT, c);
 
         assert_int_equal(originals_load(statepath, &o), 0);
         p.group = g;
@@ -196,6 +209,11 @@ static void test_v2_place_restore(_unused_ void **state) {
         assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
         assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
         cg_writes_free(w, n);
+        p.group = h;
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+        assert_string_equal(get("unified", h, "cpuset.cpus"), last);
 
         assert_string_equal(get("unified", g, "cpuset.cpus"), last);
         assert_string_equal(get("unified", g, "cpu.weight"), "200");
@@ -206,12 +224,30 @@ static void test_v2_place_restore(_unused_ void **state) {
 
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_int_equal(o->n_entries, 0);
-        assert_string_equal(get("unified", g, "cpuset.cpus"), "");
+        assert_string_equal(get("unified", h, "cpuset.cpus"), "");
+        assert_string_equal(get("unified", h, "cpuset.cpus.effective"), all_cpus);
+        assert_string_equal(get("unified", g, "cpuset.cpus"), all_cpus);
         assert_string_equal(get("unified", g, "cpuset.cpus.effective"), all_cpus);
         assert_string_equal(get("unified", g, "cpu.weight"), "100");
         assert_string_equal(get("unified", g, "cgroup.subtree_control"), "");
         /* The base's own controllers were on before: left on. */
         assert_string_equal(get("unified", base, "cgroup.subtree_control"), "cpuset cpu");
+
+        /* c's files went with g's controllers; its task may run on every CPU again. */
+        {
+                char cmd[128], line[128] = "";
+                FILE *f;
+
+                snprintf(cmd, sizeof cmd, "sed -n 's/^Cpus_allowed_list:\\s*//p' /proc/%d/status", (int) task);
+                f = popen(cmd, "r");
+                assert_non_null(f);
+                assert_non_null(fgets(line, sizeof line, f));
+                pclose(f);
+                line[strcspn(line, "\n")] = 0;
+                assert_string_equal(line, all_cpus);
+        }
+        kill(task, SIGKILL);
+        waitpid(task, NULL, 0);
 }
 
 int main(void) {
