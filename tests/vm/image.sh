@@ -18,8 +18,9 @@ cache=${PELTD_VM_CACHE:-/var/cache/peltd-vm}
 suite=bookworm
 
 # What the guest needs beyond minbase: systemd and the bus, the libraries peltd, duty-cycle and
-# the real-kernel tests link (libsystemd0 comes with systemd), kmod for the 9p modules.
-packages=systemd,systemd-sysv,dbus,udev,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0
+# the real-kernel tests link (libsystemd0 comes with systemd), kmod for the 9p modules. No udev:
+# nothing here waits for a device, and its coldplug costs seconds of every boot under emulation.
+packages=systemd,systemd-sysv,dbus,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0
 
 die() {
         echo "vm/image: $*" >&2
@@ -163,7 +164,8 @@ for u in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.
         systemd-logind.service systemd-update-utmp.service systemd-update-utmp-runlevel.service \
         systemd-journal-flush.service modprobe@drm.service modprobe@dm_mod.service modprobe@fuse.service \
         modprobe@loop.service dev-hugepages.mount sys-kernel-tracing.mount sys-kernel-debug.mount \
-        systemd-firstboot.service systemd-random-seed.service; do
+        systemd-firstboot.service systemd-random-seed.service systemd-user-sessions.service \
+        systemd-sysusers.service systemd-ask-password-console.path systemd-ask-password-wall.path; do
         ln -sf /dev/null "$rootfs/etc/systemd/system/$u"
 done
 cat >"$rootfs/etc/systemd/system/peltd-vm-run.service" <<'EOF'

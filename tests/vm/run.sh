@@ -6,7 +6,8 @@
 #   run.sh [--smp N] [--mem MB] [--timeout SECONDS] [--share DIR]... SCRIPT [ARGS...]
 #
 # Each --share DIR is mounted over 9p at the same path in the guest, so that a build directory's
-# absolute paths hold there too (programs built here run unchanged: the guest is Debian 12 too).
+# absolute paths hold there too (programs built here run unchanged: the guest is Debian 12 too);
+# one inside another is shared with it.
 # SCRIPT must lie in a shared directory; it runs as root in the guest once systemd has reached
 # basic.target with the system bus, and the guest powers off when it ends. The disk is opened with
 # snapshot=on: nothing a run does survives it. The machine lock is held while the guest runs (it
@@ -40,6 +41,14 @@ done
         die "--smp, --mem and --timeout take numbers (--timeout at least 30)"
 script=$(readlink -f "$1")
 shift
+# A share inside another one is there already.
+kept=()
+for d in "${shares[@]}"; do
+        inner=0
+        for o in "${shares[@]}"; do [[ $d == "$o"/* ]] && inner=1; done
+        ((inner)) || kept+=("$d")
+done
+shares=("${kept[@]}")
 inside=0
 for d in "${shares[@]}"; do [[ $script == "$d"/* ]] && inside=1; done
 ((inside)) || die "$script is not in a shared directory (--share DIR)"
@@ -90,7 +99,7 @@ start=$(date +%s%N)
 timeout -k 5 "$timeout" qemu-system-x86_64 "${accel[@]}" -smp "$smp" -m "$mem" -M pc \
         -nodefaults -no-user-config -display none -serial "file:$ctl/console" -no-reboot \
         -kernel "$image/vmlinux" -initrd "$image/initrd.img" \
-        -append "console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1 quiet" \
+        -append "console=ttyS0 systemd.unified_cgroup_hierarchy=1 panic=-1 quiet mitigations=off" \
         -drive "file=$image/rootfs.img,format=raw,if=virtio,snapshot=on" \
         "${virtfs[@]}" </dev/null >"$ctl/qemu.log" 2>&1
 qemu_status=$?
