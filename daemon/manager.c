@@ -301,7 +301,7 @@ static void read_group_info(Manager *m, ManagedGroup *g) {
 
 /* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
 static void resolve_target(Manager *m, ManagedGroup *g) {
-        _cleanup_free_ char *unit = NULL;
+        _cleanup_free_ char *unit = NULL, *cg = NULL;
         bool delegated = false;
         int r;
 
@@ -330,6 +330,15 @@ static void resolve_target(Manager *m, ManagedGroup *g) {
         r = systemd_unit_delegated(m->bus, unit, &delegated);
         if (r >= 0 && delegated) {
                 log_info("%s (%s) is delegated; writing its cgroup files.", g->path, unit);
+                return;
+        }
+        /*
+         * systemd names the unit of the nearest ancestor for a cgroup below a unit's own: its
+         * AllowedCPUs= would place the whole unit. systemd knows nothing of such a group.
+         */
+        r = systemd_unit_control_group(m->bus, unit, &cg);
+        if (r >= 0 && !streq(cg, g->path)) {
+                log_info("%s lies inside %s (%s), not a unit of its own; writing its cgroup files.", g->path, cg, unit);
                 return;
         }
         g->target = APPLY_SYSTEMD;

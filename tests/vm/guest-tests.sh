@@ -153,8 +153,8 @@ part_backend() {
 part_unit() {
         echo "== 2. peltd as its systemd unit (Type=notify, hardened), placing a slice's groups"
         slice=/peltdvm.slice # no dash: "a-b.slice" lives inside "a.slice"
-        light=peltd-vm-light.service heavy=peltd-vm-heavy.service box=peltd-vm-box.service
-        light_cg=$slice/$light heavy_cg=$slice/$heavy box_cg=$slice/$box
+        light=peltd-vm-light.service heavy=peltd-vm-heavy.service box=peltd-vm-box.service plain=peltd-vm-plain.service
+        light_cg=$slice/$light heavy_cg=$slice/$heavy box_cg=$slice/$box plain_cg=$slice/$plain
 
         # As installed: the unit with @sbindir@ filled in, the binary beside it, /etc/peltd/peltd.conf.
         install -m 0755 "$build/daemon/peltd" /usr/local/sbin/peltd
@@ -166,7 +166,7 @@ part_unit() {
 [Daemon]
 Policy=$1
 CgroupRoot=$slice
-Groups=$light_cg $heavy_cg $box_cg/work-*
+Groups=$light_cg $heavy_cg $box_cg/work-* $plain_cg/inner
 SampleIntervalMSec=100
 TaskSampleIntervalMSec=200
 
@@ -193,10 +193,20 @@ done
 wait
 EOF
         chmod +x /usr/local/bin/peltd-vm-box
-        units+=("$light" "$heavy" "$box")
+        # Not delegated, yet its process moved itself into a child cgroup: systemd knows nothing of it.
+        cat >/usr/local/bin/peltd-vm-plain <<'EOF'
+#!/bin/sh
+cg=/sys/fs/cgroup$(sed -n 's/^0:://p' /proc/self/cgroup)
+mkdir "$cg/inner"
+echo $$ >"$cg/inner/cgroup.procs"
+exec duty-cycle 1 10000 5 >/dev/null
+EOF
+        chmod +x /usr/local/bin/peltd-vm-plain
+        units+=("$light" "$heavy" "$box" "$plain")
         systemd-run -q --unit="$light" --slice=peltdvm.slice duty-cycle 2 5000 6
         systemd-run -q --unit="$heavy" --slice=peltdvm.slice -p CPUWeight=50 duty-cycle 1 10000 25
         systemd-run -q --unit="$box" --slice=peltdvm.slice -p Delegate=yes /usr/local/bin/peltd-vm-box
+        systemd-run -q --unit="$plain" --slice=peltdvm.slice /usr/local/bin/peltd-vm-plain
         wait_for 5 grep -q . "/sys/fs/cgroup$box_cg/work-b/cgroup.procs" || fail "$box made no work groups"
         box_subtree=$(cg_file "$box_cg" cgroup.subtree_control)
 
@@ -238,8 +248,14 @@ EOF
         fi
         log | grep -q "$box_cg/work-a ($box) is delegated; writing its cgroup files" ||
                 peltd_fail "power: no \"is delegated\" line for work-a"
+        if wait_for 10 one_cpu "$plain_cg/inner" && [[ $(show "$plain" AllowedCPUs) == "" ]] &&
+                log | grep -q "$plain_cg/inner lies inside $plain_cg ($plain), not a unit of its own"; then
+                pass "power: $plain_cg/inner, inside non-delegated $plain, on CPU $(cg_file "$plain_cg/inner" cpuset.cpus) (its cgroup file; $plain's AllowedCPUs= untouched)"
+        else
+                peltd_fail "power: $plain_cg/inner on \"$(cg_file "$plain_cg/inner" cpuset.cpus)\", $plain AllowedCPUs=$(show "$plain" AllowedCPUs)"
+        fi
         st=$(show peltd.service StatusText)
-        [[ $st == "Policy power; 4 groups managed; "* ]] && pass "status: \"$st\"" || peltd_fail "status: \"$st\""
+        [[ $st == "Policy power; 5 groups managed; "* ]] && pass "status: \"$st\"" || peltd_fail "status: \"$st\""
 
         write_conf performance
         if systemctl reload peltd.service && wait_for 20 file_is "$light_cg" cpuset.cpus "$all_cpus" &&
