@@ -6,8 +6,10 @@
 #   1. the systemd backend against real systemd: unit lookup, Delegate=, AllowedCPUs= and CPUWeight=
 #      set and reset through SetUnitProperties, as the unit's cgroup files and systemctl show see them;
 #   2. peltd as the hardened Type=notify unit it ships as: placing the groups of a slice through their
-#      units' properties and, in a delegated unit, through cgroup files; reload; stop restores;
-#   3. the real-kernel tests in cgroup v2 mode: tests/test-daemon.sh and test-sample-kernel.
+#      units' properties and, in a delegated unit and below a plain unit's own cgroup, through cgroup
+#      files; reload; stop restores;
+#   3. the real-kernel tests in cgroup v2 mode: tests/test-daemon.sh, test-sample-kernel and
+#      test-apply-kernel.
 #
 # Prints one "ok: ..." or "FAIL: ..." line per check; exit 1 when any failed.
 #
