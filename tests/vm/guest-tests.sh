@@ -210,7 +210,8 @@ EOF
         systemd-run -q --unit="$box" --slice=peltdvm.slice -p Delegate=yes /usr/local/bin/peltd-vm-box
         systemd-run -q --unit="$plain" --slice=peltdvm.slice /usr/local/bin/peltd-vm-plain
         wait_for 5 grep -q . "/sys/fs/cgroup$box_cg/work-b/cgroup.procs" || fail "$box made no work groups"
-        box_subtree=$(cg_file "$box_cg" cgroup.subtree_control)
+        wait_for 5 grep -q . "/sys/fs/cgroup$plain_cg/inner/cgroup.procs" || fail "$plain made no inner group"
+        box_subtree=$(cg_file "$box_cg" cgroup.subtree_control) plain_subtree=$(cg_file "$plain_cg" cgroup.subtree_control)
 
         log() { journalctl -q -u peltd.service --no-pager -o cat; }
         peltd_fail() {
@@ -293,6 +294,14 @@ EOF
                 pass "stop: in $box, the controllers peltd enabled are off again (\"$box_subtree\") and work-a's task may use CPUs $w"
         else
                 peltd_fail "stop: $box subtree_control \"$(cg_file "$box_cg" cgroup.subtree_control)\" (was \"$box_subtree\"), work-a's task on $w"
+        fi
+        task=$(head -n1 "/sys/fs/cgroup$plain_cg/inner/cgroup.procs")
+        w=$(sed -n 's/^Cpus_allowed_list:\s*//p' "/proc/$task/status")
+        if [[ $(cg_file "$plain_cg" cgroup.subtree_control) == "$plain_subtree" && $w == "$all_cpus" &&
+                $(show "$plain" AllowedCPUs) == "" ]]; then
+                pass "stop: in $plain too (\"$plain_subtree\"), inner's task may use CPUs $w, $plain's AllowedCPUs= never set"
+        else
+                peltd_fail "stop: $plain subtree_control \"$(cg_file "$plain_cg" cgroup.subtree_control)\" (was \"$plain_subtree\"), inner's task on $w"
         fi
         systemctl stop "${units[@]}"
         units=()
