@@ -34,9 +34,25 @@ static bool list_has(const char *list, const char *name) {
         return false;
 }
 
+/* Whether a controller list holds what each of the words "+cpuset -cpu ..." asks for. */
+static bool controllers_hold(const char *current, const char *value) {
+        for (const char *p = value + strspn(value, " \t\n"); *p; p += strspn(p, " \t\n")) {
+                size_t l = strcspn(p, " \t\n");
+                char name[64];
+
+                if ((p[0] != '+' && p[0] != '-') || l < 2 || l > sizeof name)
+                        return false;
+                snprintf(name, sizeof name, "%.*s", (int) (l - 1), p + 1);
+                if (list_has(current, name) != (p[0] == '+'))
+                        return false;
+                p += l;
+        }
+        return true;
+}
+
 /*
  * Whether the file holding `current` already says `value`: CPU lists compare as sets; a
- * subtree_control write "+cpuset" / "-cpuset" is done when the controller is (not) listed.
+ * subtree_control write "+cpuset" / "-cpuset +cpu" is done when each controller is (not) listed.
  */
 static bool value_holds(const char *file, const char *current, const char *value) {
         if (cg_file_is_cpulist(file)) {
@@ -47,8 +63,26 @@ static bool value_holds(const char *file, const char *current, const char *value
                 return cpumask_equal(&a, &b);
         }
         if (is_subtree_control(file) && (value[0] == '+' || value[0] == '-'))
-                return list_has(current, value + 1) == (value[0] == '+');
+                return controllers_hold(current, value);
         return streq(current, value);
+}
+
+/*
+ * What the state file keeps as peltd's last write of a file. A group's subtree_control takes one
+ * write per controller ("+cpuset", then "+cpu"): the record keeps all that peltd enabled
+ * ("+cpuset +cpu"), so that a restore disables each of them.
+ */
+static char *recorded_value(const Originals *o, const CgWrite *w, const char *value) {
+        const Original *e = o ? originals_find(o, w->hierarchy, w->group, w->file) : NULL;
+        char *s;
+
+        if (!is_subtree_control(w->file) || !e || e->written[0] != '+' || value[0] != '+')
+                return strdup(value);
+        if (list_has(e->written, value))
+                return strdup(e->written);
+        if (asprintf(&s, "%s %s", e->written, value) < 0)
+                return NULL;
+        return s;
 }
 
 static int depth(const char *group) {
@@ -178,7 +212,9 @@ static int write_items(const CgroupIO *io, CgWrite *const *items, const char *co
                         if (st->after >= 0 && steps[st->after].error != 0)
                                 continue;
                         if (record) {
-                                r = originals_record(record, w->hierarchy, w->group, w->file, w->old, st->value);
+                                _cleanup_free_ char *v = recorded_value(record, w, st->value);
+
+                                r = v ? originals_record(record, w->hierarchy, w->group, w->file, w->old, v) : -ENOMEM;
                                 if (r < 0) {
                                         st->error = log_error_errno(r, "Failed to record the original %s of %s in %s, not writing it: %m",
                                                                     w->file, w->group, record->path);
@@ -225,6 +261,41 @@ static void sync_record(Originals *o, const CgWrite *w, const char *now) {
                 (void) originals_record(o, w->hierarchy, w->group, w->file, e->original, now);
 }
 
+/*
+ * v2: a group's cpuset.* and cpu.* files exist only while its parent passes the controller on. When
+ * this batch enables it there ("+cpuset" in the parent's cgroup.subtree_control, which is written
+ * first), the missing file is read as what the kernel creates it with: an empty cpuset (every CPU
+ * of the parent) and the default weight. NULL: the file is missing for another reason.
+ */
+static const char *initial_value(const CgWrite *w, size_t n, const CgWrite *item) {
+        static const char *const initial[][2] = {
+                { "cpuset.cpus", "" },
+                { "cpuset.mems", "" },
+                { "cpu.weight", "100" },
+        };
+        const char *value = NULL, *slash = strrchr(item->group, '/');
+        size_t plen;
+
+        if (!streq(item->hierarchy, "unified") || !slash)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(initial); i++)
+                if (streq(item->file, initial[i][0]))
+                        value = initial[i][1];
+        if (!value)
+                return NULL;
+        plen = slash == item->group ? 1 : (size_t) (slash - item->group); /* the parent: "/" or "/a" */
+        for (size_t i = 0; i < n; i++) {
+                const char *ctl = w[i].value + 1, *dot = strchr(item->file, '.');
+
+                if (!is_subtree_control(w[i].file) || !streq(w[i].hierarchy, "unified") || w[i].value[0] != '+' ||
+                    strlen(w[i].group) != plen || !strneq(w[i].group, item->group, plen))
+                        continue;
+                if (strlen(ctl) == (size_t) (dot - item->file) && strneq(ctl, item->file, strlen(ctl)))
+                        return value;
+        }
+        return NULL;
+}
+
 int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run) {
         _cleanup_free_ CgWrite **items = NULL;
         _cleanup_free_ const char **from = NULL, **to = NULL;
@@ -253,6 +324,10 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                                                        w[i].value, w[i].group);
                 }
                 r = io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &w[i].old);
+                if (r == -ENOENT && initial_value(w, n, &w[i])) {
+                        w[i].old = strdup(initial_value(w, n, &w[i]));
+                        r = w[i].old ? 0 : -ENOMEM;
+                }
                 if (r < 0)
                         return w[i].error = r;
                 if (!value_holds(w[i].file, w[i].old, w[i].value)) {
@@ -355,6 +430,33 @@ static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hier
         return 0;
 }
 
+/* "-cpuset -cpu" for each "+X" of written that original does not list; NULL when there is none. */
+static int controllers_to_disable(const char *original, const char *written, char **ret) {
+        _cleanup_free_ char *s = strdup("");
+
+        *ret = NULL;
+        if (!s)
+                return -ENOMEM;
+        for (const char *p = written + strspn(written, " \t\n"); *p; p += strspn(p, " \t\n")) {
+                size_t l = strcspn(p, " \t\n");
+                char name[64], *n;
+
+                if (p[0] == '+' && l >= 2 && l <= sizeof name) {
+                        snprintf(name, sizeof name, "%.*s", (int) (l - 1), p + 1);
+                        if (!list_has(original, name)) {
+                                if (asprintf(&n, "%s%s-%s", s, *s ? " " : "", name) < 0)
+                                        return -ENOMEM;
+                                free(s);
+                                s = n;
+                        }
+                }
+                p += l;
+        }
+        if (*s)
+                *ret = TAKE_PTR(s);
+        return 0;
+}
+
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
         _cleanup_free_ CgWrite *w = NULL;
         _cleanup_free_ CgWrite **order = NULL;
@@ -414,13 +516,12 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                 }
 
                 if (is_subtree_control(e->file)) {
-                        const char *ctl = e->written + 1;
-
-                        /* peltd enabled a controller: disable it again only if it was not on before. */
-                        if (e->written[0] != '+' || list_has(e->original, ctl))
+                        /* peltd enabled controllers ("+cpuset +cpu"): disable those that were not on before. */
+                        r = controllers_to_disable(e->original, e->written, &target);
+                        if (r < 0)
+                                return r;
+                        if (!target)
                                 continue;
-                        if (asprintf(&target, "-%s", ctl) < 0)
-                                return -ENOMEM;
                 } else if (streq(e->file, "cpuset.cpus") && isempty(e->original)) {
                         /* v2: empty is "the parent's CPUs", and is written back as it was. */
                         target = strdup("");
@@ -482,10 +583,15 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                 order[i]->error = errors[i];
         }
         for (size_t i = 0; i < n; i++)
-                if (order[i]->error == 0)
-                        log_info("Restored %s of %s: %s -> %s.", order[i]->file, order[i]->group, order[i]->old,
-                                 order[i]->value);
-                else
+                if (order[i]->error == 0) {
+                        /* What the file holds now: a v2 cpuset with tasks takes its parent's CPUs for "". */
+                        _cleanup_free_ char *now = NULL;
+
+                        (void) io->read(io->userdata, order[i]->hierarchy, order[i]->group, order[i]->file, &now);
+                        now = now ?: strdup(order[i]->value);
+                        log_info("Restored %s of %s: %s -> %s.", order[i]->file, order[i]->group,
+                                 isempty(order[i]->old) ? "(empty)" : order[i]->old, isempty(now) ? "(empty)" : now);
+                } else
                         log_error_errno(order[i]->error, "Failed to restore %s of %s to %s: %m", order[i]->file,
                                         order[i]->group, order[i]->value);
 

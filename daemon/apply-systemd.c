@@ -135,6 +135,22 @@ int systemd_unit_get_cpu(sd_bus *bus, const char *unit, SystemdUnitCpu *ret) {
         return 0;
 }
 
+int systemd_unit_control_group(sd_bus *bus, const char *unit, char **ret) {
+        _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
+        _cleanup_free_ char *path = NULL, *iface = NULL;
+        char *cg = NULL;
+        int r;
+
+        r = unit_path_and_interface(bus, unit, &path, &iface);
+        if (r < 0)
+                return r;
+        r = sd_bus_get_property_string(bus, SYSTEMD_DEST, path, iface, "ControlGroup", &error, &cg);
+        if (r < 0)
+                return log_debug_errno(r, "Failed to read ControlGroup of %s: %s", unit, strna(error.message));
+        *ret = cg;
+        return 0;
+}
+
 int systemd_unit_set_cpu(sd_bus *bus, const char *unit, const CpuMask *allowed, bool set_weight, uint64_t weight) {
         _cleanup_bus_error_ sd_bus_error error = SD_BUS_ERROR_NULL;
         _cleanup_bus_message_ sd_bus_message *m = NULL, *reply = NULL;

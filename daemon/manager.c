@@ -242,6 +242,30 @@ static char *parent_of(const char *path) {
         return strndup(path, (size_t) (slash - path));
 }
 
+/*
+ * v2: a group whose parent does not pass the cpuset controller on has no cpuset files (peltd enables
+ * it when it places the group); it runs on the effective set of its nearest ancestor that has one.
+ */
+static int read_effective(const RootDir *root, const char *group, const char *file, CpuMask *ret, bool *ret_empty) {
+        _cleanup_free_ char *g = strdup(group);
+        int r;
+
+        if (!g)
+                return -ENOMEM;
+        for (;;) {
+                char *p;
+
+                r = read_mask(root, g, file, ret, ret_empty);
+                if (r != -ENOENT || streq(g, "/"))
+                        return r;
+                p = parent_of(g);
+                if (!p)
+                        return -ENOMEM;
+                free(g);
+                g = p;
+        }
+}
+
 /* cpuset.cpus, the parent's (what the group may hold) and cpuset.mems. */
 static void read_group_info(Manager *m, ManagedGroup *g) {
         RootDir *root = cgroup_fs_cpuset_root(m->fs);
@@ -255,16 +279,22 @@ static void read_group_info(Manager *m, ManagedGroup *g) {
                 return;
 
         r = read_mask(root, g->path, "cpuset.cpus", &g->cpus, &empty);
-        if (r >= 0 && empty && v2)
-                r = read_mask(root, g->path, "cpuset.cpus.effective", &g->cpus, NULL);
+        if (v2 && (r == -ENOENT || (r >= 0 && empty)))
+                r = read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus, NULL);
         if (r < 0) {
                 log_debug_errno(r, "Failed to read the cpuset of %s: %m", g->path);
                 return;
         }
         /* v1 keeps a child inside its parent's cpuset.cpus; v2 inside the parent's effective set. */
-        r = read_mask(root, parent, v2 ? "cpuset.cpus.effective" : "cpuset.cpus", &g->allowed, &empty);
+        if (v2)
+                r = read_effective(root, parent, "cpuset.cpus.effective", &g->allowed, &empty);
+        else
+                r = read_mask(root, parent, "cpuset.cpus", &g->allowed, &empty);
         g->has_allowed = r >= 0 && !empty;
-        r = read_mask(root, g->path, v2 ? "cpuset.mems.effective" : "cpuset.mems", &mems, &empty);
+        if (v2)
+                r = read_effective(root, g->path, "cpuset.mems.effective", &mems, &empty);
+        else
+                r = read_mask(root, g->path, "cpuset.mems", &mems, &empty);
         g->has_mems = r >= 0 && !empty;
         if (g->has_mems)
                 g->mems = mems;
@@ -273,7 +303,7 @@ static void read_group_info(Manager *m, ManagedGroup *g) {
 
 /* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
 static void resolve_target(Manager *m, ManagedGroup *g) {
-        _cleanup_free_ char *unit = NULL;
+        _cleanup_free_ char *unit = NULL, *cg = NULL;
         bool delegated = false;
         int r;
 
@@ -302,6 +332,15 @@ static void resolve_target(Manager *m, ManagedGroup *g) {
         r = systemd_unit_delegated(m->bus, unit, &delegated);
         if (r >= 0 && delegated) {
                 log_info("%s (%s) is delegated; writing its cgroup files.", g->path, unit);
+                return;
+        }
+        /*
+         * systemd names the unit of the nearest ancestor for a cgroup below a unit's own: its
+         * AllowedCPUs= would place the whole unit. systemd knows nothing of such a group.
+         */
+        r = systemd_unit_control_group(m->bus, unit, &cg);
+        if (r >= 0 && !streq(cg, g->path)) {
+                log_info("%s lies inside %s (%s), not a unit of its own; writing its cgroup files.", g->path, cg, unit);
                 return;
         }
         g->target = APPLY_SYSTEMD;

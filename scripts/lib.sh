@@ -6,6 +6,7 @@ PELTD_PACKAGES=(
         meson ninja-build gcc libc6-dev pkg-config
         libsystemd-dev libcgroup-dev libinih-dev libjson-c-dev libcmocka-dev
         dbus-daemon systemd util-linux procps jq valgrind
+        qemu-system-x86 debootstrap e2fsprogs cpio xz-utils
 )
 
 die() {

@@ -56,15 +56,26 @@ static int method_get_unit(sd_bus_message *m, _unused_ void *userdata, sd_bus_er
         return sd_bus_reply_method_return(m, "o", u->path);
 }
 
+/* As systemd 252 answers: the unit of the cgroup or of its nearest ancestor, never the root slice. */
 static int method_get_unit_by_cgroup(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
         const char *cg;
+        char p[512];
         int r = sd_bus_message_read(m, "s", &cg);
 
         if (r < 0)
                 return r;
-        for (size_t i = 0; i < n_units; i++)
-                if (streq(units[i].cgroup, cg))
-                        return sd_bus_reply_method_return(m, "o", units[i].path);
+        snprintf(p, sizeof p, "%s", cg);
+        for (;;) {
+                char *slash;
+
+                for (size_t i = 0; i < n_units; i++)
+                        if (streq(units[i].cgroup, p))
+                                return sd_bus_reply_method_return(m, "o", units[i].path);
+                slash = strrchr(p, '/');
+                if (!slash || slash == p)
+                        break;
+                *slash = 0;
+        }
         return sd_bus_error_setf(error, "org.freedesktop.systemd1.NoUnitForControlGroup", "No unit for %s.", cg);
 }
 
@@ -193,6 +204,7 @@ static const sd_bus_vtable unit_vtable[] = {
 
 static const sd_bus_vtable service_vtable[] = {
         SD_BUS_VTABLE_START(0),
+        SD_BUS_PROPERTY("ControlGroup", "s", NULL, offsetof(Unit, cgroup), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("Delegate", "b", NULL, offsetof(Unit, delegate), SD_BUS_VTABLE_PROPERTY_CONST),
         SD_BUS_PROPERTY("AllowedCPUs", "ay", prop_allowed, 0, 0),
         SD_BUS_PROPERTY("CPUWeight", "t", NULL, offsetof(Unit, weight), 0),

@@ -96,10 +96,24 @@ static int sim_write(void *userdata, _unused_ const char *h, const char *group, 
                         return s->fail_shares;
                 snprintf(g->shares, sizeof g->shares, "%s", value);
         } else if (streq(file, "cgroup.subtree_control")) {
-                if (value[0] == '+')
-                        snprintf(g->subtree, sizeof g->subtree, "%s", value + 1);
-                else
-                        g->subtree[0] = 0;
+                /* Words "+cpuset -cpu ...", as the kernel takes them; the file lists what is on. */
+                char words[128], *save = NULL, on[64] = "";
+
+                snprintf(words, sizeof words, "%s", value);
+                for (char *t = strtok_r(words, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+                        char list[64], *save2 = NULL;
+
+                        if (t[0] != '+' && t[0] != '-')
+                                return -EINVAL;
+                        snprintf(list, sizeof list, "%s", g->subtree);
+                        on[0] = 0;
+                        for (char *c = strtok_r(list, " ", &save2); c; c = strtok_r(NULL, " ", &save2))
+                                if (!streq(c, t + 1))
+                                        snprintf(on + strlen(on), sizeof on - strlen(on), "%s%s", on[0] ? " " : "", c);
+                        if (t[0] == '+')
+                                snprintf(on + strlen(on), sizeof on - strlen(on), "%s%s", on[0] ? " " : "", t + 1);
+                        snprintf(g->subtree, sizeof g->subtree, "%s", on);
+                }
         } else
                 return -ENOENT;
         s->writes++;
@@ -326,6 +340,34 @@ static void test_restore(_unused_ void **state) {
         done(b, ELEMENTSOF(b));
 }
 
+/* Two controllers enabled one write each: the state file keeps both, and a restore disables both. */
+static void test_subtree_control_two_controllers(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CpuMask online;
+        CgWrite w[] = {
+                W("unified", "/peltd", "cgroup.subtree_control", "+cpuset"),
+                W("unified", "/peltd", "cgroup.subtree_control", "+cpu"),
+        };
+
+        assert_int_equal(cpumask_parse_list("0-7", &online), 0);
+        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpuset cpu");
+        assert_int_equal(o->n_entries, 1);
+        assert_string_equal(o->entries[0].written, "+cpuset +cpu");
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(sim_find(&sim, "/peltd")->subtree, "");
+        assert_int_equal(o->n_entries, 0);
+
+        /* One that was on before stays on. */
+        snprintf(sim_find(&sim, "/peltd")->subtree, sizeof sim.g[0].subtree, "cpu");
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpu cpuset");
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpu");
+        done(w, ELEMENTSOF(w));
+}
+
 static void test_restore_narrowing_order_and_subtree_control(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
@@ -538,6 +580,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_dry_run_writes_nothing, setup_test),
                 cmocka_unit_test_setup(test_restore, setup_test),
                 cmocka_unit_test_setup(test_restore_narrowing_order_and_subtree_control, setup_test),
+                cmocka_unit_test_setup(test_subtree_control_two_controllers, setup_test),
                 cmocka_unit_test_setup(test_restore_failure_is_kept, setup_test),
                 cmocka_unit_test_setup(test_restore_inside_a_shrunk_parent, setup_test),
                 cmocka_unit_test_setup(test_restore_v2_inherit, setup_test),

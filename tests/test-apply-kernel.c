@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * cg_write_batch() and cg_restore() on the real kernel: a private subtree in the cpuset and cpu
- * hierarchies (cgroup v1 here), removed at the end, also on failure. Checks that the order and
- * retry rules hold against the kernel's own cpuset checks.
+ * hierarchies (v1), or in the unified one (v2, the test guest), removed at the end, also on
+ * failure. Checks that the order and retry rules hold against the kernel's own cpuset checks, and
+ * on v2 that a placement enables the controllers it needs and a restore puts back empty cpusets
+ * and disables what it enabled.
  */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "machine-lock.h"
@@ -18,6 +22,9 @@
 
 #define CPUSET_MOUNT "/sys/fs/cgroup/cpuset"
 #define CPU_MOUNT "/sys/fs/cgroup/cpu"
+#define UNIFIED_MOUNT "/sys/fs/cgroup"
+
+static bool v2;
 
 static char base[64];        /* "/peltd-test-PID" */
 static char statepath[128];
@@ -43,9 +50,11 @@ static void cleanup_tree(void) {
         char cmd[256];
 
         /* Children before parents: rmdir refuses a group with children. */
-        for (size_t i = 0; i < ELEMENTSOF(mounts); i++) {
-                snprintf(cmd, sizeof cmd, "[ -d %s%s ] && find %s%s -depth -type d -exec rmdir {} + 2>/dev/null", mounts[i],
-                         base, mounts[i], base);
+        for (size_t i = 0; i < (v2 ? 1 : ELEMENTSOF(mounts)); i++) {
+                const char *mnt = v2 ? UNIFIED_MOUNT : mounts[i];
+
+                snprintf(cmd, sizeof cmd, "[ -d %s%s ] && find %s%s -depth -type d -exec rmdir {} + 2>/dev/null", mnt,
+                         base, mnt, base);
                 (void) !system(cmd);
         }
         unlink(statepath);
@@ -69,19 +78,21 @@ static int setup(_unused_ void **state) {
         _cleanup_free_ char *s = NULL;
 
         machine_lock();
-        if (access(CPUSET_MOUNT "/cpuset.cpus", F_OK) < 0) {
-                fprintf(stderr, "cgroup v1 cpuset hierarchy not mounted at " CPUSET_MOUNT "\n");
+        v2 = access(CPUSET_MOUNT "/cpuset.cpus", F_OK) < 0 && access(UNIFIED_MOUNT "/cgroup.controllers", F_OK) == 0;
+        if (!v2 && access(CPUSET_MOUNT "/cpuset.cpus", F_OK) < 0) {
+                fprintf(stderr, "neither a cgroup v1 cpuset hierarchy at " CPUSET_MOUNT " nor cgroup v2 at " UNIFIED_MOUNT "\n");
                 return -1;
         }
         snprintf(base, sizeof base, "/peltd-test-%d", (int) getpid());
         snprintf(statepath, sizeof statepath, "/tmp/peltd-test-apply-kernel-%d/originals", (int) getpid());
         atexit(cleanup_tree);
 
-        if (cgroup_fs_open_v1(CPU_MOUNT, NULL, CPUSET_MOUNT, &fs) < 0)
+        if ((v2 ? cgroup_fs_open_v2(UNIFIED_MOUNT, &fs) : cgroup_fs_open_v1(CPU_MOUNT, NULL, CPUSET_MOUNT, &fs)) < 0)
                 return -1;
         cg_access = (CgroupAccess){ .fs = fs };
         io = cgroup_io_real(&cg_access);
-        if (rootdir_read_string(fs->cpuset, "cpuset.effective_cpus", &s) < 0 || cpumask_parse_list(s, &online) < 0)
+        if (rootdir_read_string(cgroup_fs_cpuset_root(fs), v2 ? "cpuset.cpus.effective" : "cpuset.effective_cpus", &s) < 0 ||
+            cpumask_parse_list(s, &online) < 0)
                 return -1;
         cpumask_format(&online, all_cpus, sizeof all_cpus);
         return 0;
@@ -108,6 +119,8 @@ static void test_narrow_widen_restore(_unused_ void **state) {
         char g[96], c[96], last[8];
         int lastcpu = cpumask_last(&online);
 
+        if (v2)
+                skip(); /* v1's parent/child rules; test_v2_place_restore covers v2 */
         if (cpumask_count(&online) < 2)
                 fail_msg("needs two online CPUs");
         make_tree();
@@ -148,9 +161,99 @@ static void test_narrow_widen_restore(_unused_ void **state) {
                 cg_write_done(&bad[i]);
 }
 
+/*
+ * v2: /base/g/c with a task in c, and /base/h without tasks; cpuset and cpu enabled for base's
+ * children (by the test) but not for g's. Placing c must enable them in g (base and the root
+ * already pass them on). Restoring must empty h's cpuset again (a v2 cpuset that was empty is
+ * "every CPU of the parent"), give g and c, which the kernel does not let go empty while they have
+ * tasks, their parents' CPUs, and disable in g what the placement enabled.
+ */
+static void test_v2_place_restore(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite *w = NULL;
+        size_t n = 0;
+        char g[96], c[96], h[96], last[8];
+        int lastcpu = cpumask_last(&online);
+        Placement p = { .shares = 2048, .target = APPLY_V2 };
+        pid_t task;
+
+        if (!v2)
+                skip(); /* the test guest runs it (tests/vm) */
+        if (cpumask_count(&online) < 2)
+                fail_msg("needs two online CPUs");
+        cleanup_tree();
+        sh("echo '+cpuset +cpu' > %s/cgroup.subtree_control", UNIFIED_MOUNT);
+        sh("mkdir -p %s%s/g/c %s%s/h && echo '+cpuset +cpu' > %s%s/cgroup.subtree_control", UNIFIED_MOUNT, base,
+           UNIFIED_MOUNT, base, UNIFIED_MOUNT, base);
+        snprintf(g, sizeof g, "%s/g", base);
+        snprintf(c, sizeof c, "%s/g/c", base);
+        snprintf(h, sizeof h, "%s/h", base);
+        snprintf(last, sizeof last, "%d", lastcpu);
+        assert_string_equal(get("unified", g, "cpuset.cpus"), "");
+        assert_string_equal(get("unified", g, "cgroup.subtree_control"), "");
+        task = fork();
+        assert_true(task >= 0);
+        if (task == 0) {
+                pause();
+                _exit(0);
+        }
+        sh("echo %d > %s%s/cgroup.procs", (int) task, UNIFIED_MOUNT, c);
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        p.group = g;
+        assert_int_equal(cpumask_parse_list(last, &p.cpus), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+        p.group = c;
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+        p.group = h;
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+        assert_string_equal(get("unified", h, "cpuset.cpus"), last);
+
+        assert_string_equal(get("unified", g, "cpuset.cpus"), last);
+        assert_string_equal(get("unified", g, "cpu.weight"), "200");
+        assert_string_equal(get("unified", g, "cgroup.subtree_control"), "cpuset cpu");
+        assert_string_equal(get("unified", c, "cpuset.cpus"), last);
+        assert_string_equal(get("unified", c, "cpuset.cpus.effective"), last);
+        assert_string_equal(get("unified", c, "cpu.weight"), "200");
+
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_int_equal(o->n_entries, 0);
+        assert_string_equal(get("unified", h, "cpuset.cpus"), "");
+        assert_string_equal(get("unified", h, "cpuset.cpus.effective"), all_cpus);
+        assert_string_equal(get("unified", g, "cpuset.cpus"), all_cpus);
+        assert_string_equal(get("unified", g, "cpuset.cpus.effective"), all_cpus);
+        assert_string_equal(get("unified", g, "cpu.weight"), "100");
+        assert_string_equal(get("unified", g, "cgroup.subtree_control"), "");
+        /* The base's own controllers were on before: left on. */
+        assert_string_equal(get("unified", base, "cgroup.subtree_control"), "cpuset cpu");
+
+        /* c's files went with g's controllers; its task may run on every CPU again. */
+        {
+                char cmd[128], line[128] = "";
+                FILE *f;
+
+                snprintf(cmd, sizeof cmd, "sed -n 's/^Cpus_allowed_list:\\s*//p' /proc/%d/status", (int) task);
+                f = popen(cmd, "r");
+                assert_non_null(f);
+                assert_non_null(fgets(line, sizeof line, f));
+                pclose(f);
+                line[strcspn(line, "\n")] = 0;
+                assert_string_equal(line, all_cpus);
+        }
+        kill(task, SIGKILL);
+        waitpid(task, NULL, 0);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_narrow_widen_restore),
+                cmocka_unit_test(test_v2_place_restore),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -8,7 +8,9 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "peltd/apply-cgroup.h"
 #include "peltd/apply-systemd.h"
+#include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
 #include "private-bus.h"
 
@@ -68,6 +70,10 @@ static void test_unit_for_cgroup(_unused_ void **state) {
 
         assert_int_equal(systemd_unit_for_cgroup(bus, "/system.slice/web.service", &unit), 0);
         assert_string_equal(unit, "web.service");
+        free(unit);
+        /* A cgroup below a unit's own is said to be the unit's (manager.c checks ControlGroup=). */
+        assert_int_equal(systemd_unit_for_cgroup(bus, "/system.slice/web.service/inner", &unit), 0);
+        assert_string_equal(unit, "web.service");
         assert_true(systemd_unit_for_cgroup(bus, "/nowhere", &none) < 0);
         assert_null(none);
 }
@@ -120,6 +126,76 @@ static void test_set_and_read_back(_unused_ void **state) {
         assert_string_equal(next_line(), "SetUnitProperties batch.slice AllowedCPUs=0 CPUWeight=50");
 }
 
+static void test_control_group(_unused_ void **state) {
+        _cleanup_free_ char *cg = NULL;
+        char *none = NULL;
+
+        assert_int_equal(systemd_unit_control_group(bus, "web.service", &cg), 0);
+        assert_string_equal(cg, "/system.slice/web.service");
+        assert_true(systemd_unit_control_group(bus, "missing.service", &none) < 0);
+        assert_null(none);
+}
+
+static void write_file(const char *path, const char *s) {
+        FILE *f = fopen(path, "we");
+
+        assert_non_null(f);
+        fputs(s, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* A file's content without trailing whitespace, as cgroupfs would show it. */
+static char *read_file(const char *path) {
+        static char buf[64];
+        FILE *f = fopen(path, "re");
+        size_t n;
+
+        assert_non_null(f);
+        n = fread(buf, 1, sizeof buf - 1, f);
+        while (n > 0 && strchr(" \n", buf[n - 1]))
+                n--;
+        buf[n] = 0;
+        fclose(f);
+        return buf;
+}
+
+/*
+ * Through the CgroupIO that apply and restore use. Real systemd leaves cpuset.cpus as it was when
+ * AllowedCPUs= is reset: the reset empties it (every CPU of the parent), as it was before.
+ */
+static void test_io_reset_empties_cpuset(_unused_ void **state) {
+        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+        char dir[] = "/tmp/peltd-test-unified-XXXXXX", file[128], cmd[160];
+        CgroupAccess access;
+        CgroupIO io;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(file, sizeof file, "%s/system.slice/web.service", dir);
+        snprintf(cmd, sizeof cmd, "mkdir -p %s", file);
+        assert_int_equal(system(cmd), 0);
+        snprintf(file, sizeof file, "%s/system.slice/web.service/cpuset.cpus", dir);
+        write_file(file, "1\n");
+        assert_int_equal(cgroup_fs_open_v2(dir, &fs), 0);
+        access = (CgroupAccess){ .fs = fs, .bus = bus };
+        io = cgroup_io_real(&access);
+
+        /* Setting it is systemd's to write: the file is left alone. */
+        assert_int_equal(io.write(io.userdata, "systemd", "web.service", "AllowedCPUs", "0"), 0);
+        assert_string_equal(next_line(), "SetUnitProperties web.service AllowedCPUs=0");
+        assert_string_equal(read_file(file), "1");
+
+        assert_int_equal(io.write(io.userdata, "systemd", "web.service", "AllowedCPUs", ""), 0);
+        assert_string_equal(next_line(), "SetUnitProperties web.service AllowedCPUs=");
+        assert_string_equal(read_file(file), "");
+
+        /* A unit whose cgroup has no cpuset.cpus (no controller, not running): nothing to empty. */
+        assert_int_equal(io.write(io.userdata, "systemd", "batch.slice", "AllowedCPUs", ""), 0);
+        assert_string_equal(next_line(), "SetUnitProperties batch.slice AllowedCPUs=");
+
+        snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+        assert_int_equal(system(cmd), 0);
+}
+
 static void test_refused_before_the_call(_unused_ void **state) {
         CpuMask m;
 
@@ -161,6 +237,8 @@ int main(void) {
                 cmocka_unit_test(test_unit_for_cgroup),
                 cmocka_unit_test(test_delegated),
                 cmocka_unit_test(test_set_and_read_back),
+                cmocka_unit_test(test_control_group),
+                cmocka_unit_test(test_io_reset_empties_cpuset),
                 cmocka_unit_test(test_refused_before_the_call),
                 cmocka_unit_test(test_state_strings),
         };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The daemon on the real kernel: a private cgroup subtree with a light group (two threads, 300 µs
-# bursts every 5 ms) and a heavier one (one thread at 50%), peltd placing them, and everything put
+# bursts every 5 ms) and a heavier one (one thread at 40%), peltd placing them, and everything put
 # back. Removes the subtree and ends only the processes it started, also on failure.
 #
 #   test-daemon.sh PELTD DUTY_CYCLE
@@ -161,7 +161,7 @@ reset_groups() {
 
 make_tree
 start_workload light 2 5000 6
-start_workload heavy 1 10000 50
+start_workload heavy 1 10000 40
 orig_shares=$(shares_of light)
 
 # ---- power packs both groups onto the same single CPU -----------------------------------------

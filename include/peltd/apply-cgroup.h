@@ -98,6 +98,8 @@ void cg_writes_free(CgWrite *w, size_t n);
  * The real cgroupfs as a CgroupIO: "cpuset", "cpu", "cpuacct" and "unified" name fs's hierarchies
  * (a hierarchy that is not mounted reads as missing); "systemd" names unit properties set through
  * bus (group = the unit, file = "AllowedCPUs" or "CPUWeight"; bus may be NULL where unused).
+ * Writing "" to AllowedCPUs resets it and empties the unit's cpuset.cpus, which systemd leaves
+ * as it was (apply-systemd.h).
  */
 typedef struct CgroupFs CgroupFs;
 

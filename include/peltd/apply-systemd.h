@@ -36,9 +36,16 @@ int systemd_unit_delegated(sd_bus *bus, const char *unit, bool *ret);
 
 int systemd_unit_get_cpu(sd_bus *bus, const char *unit, SystemdUnitCpu *ret);
 
+/* The unit's cgroup (ControlGroup=, "/system.slice/web.service"); "" while it has none. */
+int systemd_unit_control_group(sd_bus *bus, const char *unit, char **ret);
+
 /*
  * Sets AllowedCPUs= (when allowed is non-NULL; an empty mask resets it) and CPUWeight= (when
  * set_weight; SYSTEMD_CPU_WEIGHT_UNSET resets it), at runtime only, in one call.
+ *
+ * Only the properties: systemd (252) stops writing cpuset.cpus once AllowedCPUs= is reset and
+ * leaves the unit's cgroup on the CPUs it had. cgroup_io_real()'s "systemd" writes empty the file
+ * after such a reset (apply-cgroup.h).
  */
 int systemd_unit_set_cpu(sd_bus *bus, const char *unit, const CpuMask *allowed, bool set_weight, uint64_t weight);
 
