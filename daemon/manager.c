@@ -80,6 +80,7 @@ struct Manager {
         ManagedGroup *groups;        /* sorted by path */
         size_t n_groups;
         unsigned task_rounds;
+        int sample_error;            /* the last round's sampling error, said once until it changes */
 
         unsigned n_changes;
         char last_change[512];
@@ -458,7 +459,8 @@ static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, con
         time_t now = time(NULL);
         struct tm tm;
 
-        fmt_cpus(old_cpus, oldb, sizeof oldb);
+        if (!*fmt_cpus(old_cpus, oldb, sizeof oldb) || cpumask_empty(old_cpus))
+                strcpy(oldb, "(none)");
         fmt_cpus(&res->cpus, newb, sizeof newb);
         snprintf(demand, sizeof demand, "%.2f", res->demand / 1024.0);
         if (shares_changed)
@@ -655,6 +657,27 @@ static int plan_and_apply(Manager *m, bool task_round) {
         return 0;
 }
 
+/*
+ * A round that cannot sample (CgroupRoot= not there yet, or removed) is skipped, said once, and
+ * said again when sampling works again; the daemon keeps running and keeps what it recorded.
+ */
+static int note_sample_error(Manager *m, int r) {
+        if (r >= 0) {
+                if (m->sample_error < 0)
+                        log_info("Sampling works again.");
+                m->sample_error = 0;
+                return 0;
+        }
+        if (r != m->sample_error) {
+                if (r == -ENOENT)
+                        log_warning("CgroupRoot=%s is not there; managing nothing until it is.", m->config->cgroup_root);
+                else
+                        log_warning_errno(r, "Failed to sample, skipping rounds until it works: %m");
+        }
+        m->sample_error = r;
+        return r;
+}
+
 static int manager_round(Manager *m, bool task_round) {
         int r;
 
@@ -663,10 +686,8 @@ static int manager_round(Manager *m, bool task_round) {
                 (void) refresh_topology(m);
 
         r = sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round);
-        if (r < 0) {
-                log_warning_errno(r, "Failed to sample, skipping this round: %m");
+        if (note_sample_error(m, r) < 0)
                 return 0;
-        }
         return plan_and_apply(m, task_round);
 }
 
@@ -909,9 +930,7 @@ int manager_new(const Args *args, Manager **ret) {
                 log_warning_errno(r, "Failed to enable the watchdog: %m");
 
         /* The baseline sample: the first rounds need something to take differences from. */
-        r = sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), true);
-        if (r < 0)
-                return log_error_errno(r, "Failed to take the first sample: %m");
+        (void) note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), true));
 
         *ret = TAKE_PTR(m);
         return 0;
