@@ -459,7 +459,8 @@ static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, con
         time_t now = time(NULL);
         struct tm tm;
 
-        if (!*fmt_cpus(old_cpus, oldb, sizeof oldb) || cpumask_empty(old_cpus))
+        fmt_cpus(old_cpus, oldb, sizeof oldb);
+        if (cpumask_empty(old_cpus))
                 strcpy(oldb, "(none)");
         fmt_cpus(&res->cpus, newb, sizeof newb);
         snprintf(demand, sizeof demand, "%.2f", res->demand / 1024.0);
