@@ -354,18 +354,37 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                 _cleanup_free_ const char **bfrom = new0(const char *, m), **bto = new0(const char *, m);
                 _cleanup_free_ int *berrors = new0(int, m);
                 _cleanup_strv_free_ char **now = new0(char *, m + 1);
+                _cleanup_free_ const char **undo = new0(const char *, m);
+                _cleanup_strv_free_ char **words = new0(char *, m + 1);
 
-                if (!back || !bfrom || !bto || !berrors || !now)
+                if (!back || !bfrom || !bto || !berrors || !now || !undo || !words)
                         return -ENOMEM;
+                /*
+                 * What takes each file back: its old value, but for subtree_control (written as
+                 * "+cpuset", read as a list) the opposite word.
+                 */
+                for (size_t i = 0, nw = 0; i < m; i++) {
+                        const char *v = items[i]->value;
+
+                        undo[i] = items[i]->old;
+                        if (is_subtree_control(items[i]->file) && (v[0] == '+' || v[0] == '-')) {
+                                /* words stays NULL-terminated: strings are added one after another. */
+                                if (asprintf(&words[nw], "%c%s", v[0] == '+' ? '-' : '+', v + 1) < 0) {
+                                        words[nw] = NULL;
+                                        return -ENOMEM;
+                                }
+                                undo[i] = words[nw++];
+                        }
+                }
                 for (size_t i = 0; i < m; i++) {
                         items[i]->error = errors[i];
                         if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &now[i]) < 0)
                                 continue;
-                        if (value_holds(items[i]->file, now[i], items[i]->old))
+                        if (value_holds(items[i]->file, now[i], undo[i]))
                                 continue;
                         back[k] = items[i];
                         bfrom[k] = now[i];
-                        bto[k] = items[i]->old;
+                        bto[k] = undo[i];
                         k++;
                 }
                 rb = write_items(io, back, bfrom, bto, berrors, k, originals);
@@ -379,7 +398,7 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
 
                         if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &cur) < 0)
                                 continue;
-                        items[i]->changed = !value_holds(items[i]->file, cur, items[i]->old);
+                        items[i]->changed = !value_holds(items[i]->file, cur, undo[i]);
                         sync_record(originals, items[i], cur);
                 }
         }

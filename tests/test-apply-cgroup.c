@@ -525,6 +525,24 @@ static void test_rollback_of_a_move(_unused_ void **state) {
         done(w, ELEMENTSOF(w));
 }
 
+static void test_rollback_disables_what_it_enabled(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite w[] = {
+                W("cpuset", "/peltd", "cgroup.subtree_control", "+cpuset"),
+                W("cpu", "/peltd/web", "cpu.shares", "300"),
+        };
+
+        /* The controller is enabled first, then the shares fail: the rollback turns it off again. */
+        assert_int_equal(originals_load(statepath, &o), 0);
+        sim.fail_shares = -EIO;
+        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_string_equal(sim_find(&sim, "/peltd")->subtree, "");
+        assert_non_null(strstr(sim.log, "/peltd cgroup.subtree_control=-cpuset\n"));
+        assert_false(w[0].changed);
+        assert_int_equal(o->n_entries, 0);
+        done(w, ELEMENTSOF(w));
+}
+
 static void test_restore_inside_a_shrunk_parent(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
@@ -582,6 +600,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_restore_narrowing_order_and_subtree_control, setup_test),
                 cmocka_unit_test_setup(test_subtree_control_two_controllers, setup_test),
                 cmocka_unit_test_setup(test_restore_failure_is_kept, setup_test),
+                cmocka_unit_test_setup(test_rollback_disables_what_it_enabled, setup_test),
                 cmocka_unit_test_setup(test_restore_inside_a_shrunk_parent, setup_test),
                 cmocka_unit_test_setup(test_restore_v2_inherit, setup_test),
                 cmocka_unit_test_setup(test_placement_v1_descendants, setup_test),
