@@ -606,18 +606,46 @@ static double load_on(const Topology *t, const double *cpu_util, const CpuMask *
 }
 
 /*
+ * A narrowing that did not hold: within POLICY_NARROW_INTERVAL_USEC of narrowing, before another
+ * narrowing is even allowed, a packed group is widened again onto CPUs that narrowing gave up: its
+ * demand with the others' load on the narrower set did not fit after all. That is a load sitting
+ * on the threshold, its noise crossing it both ways, and narrowing onto that set again would be
+ * undone again, every time a narrowing is allowed: flapping, with a steady load. So the group is
+ * not narrowed onto that set (or inside it) again until the load there (its demand and the others'
+ * load on those CPUs) is below the load that did not fit by a big change, as for demand: by more
+ * than 25% and 32/1024.
+ */
+static bool narrowing_blocked(const Topology *t, const GroupPlan *gp, PolicyHistory *h, const double *others) {
+        double there;
+
+        if (!others || !h->bounced || !cpumask_subset(&gp->proposal, &h->bounce_cpus))
+                return false;
+        there = gp->demand + load_on(t, others, &gp->proposal);
+        if (there < h->bounce_load && big_change(there, h->bounce_load)) {
+                h->bounced = false;
+                return false;
+        }
+        return true;
+}
+
+/*
  * The stability rules. Widening (and dropping CPUs a group may no longer use: offline, isolated,
  * outside its allowed CPUs or of a class its biggest task does not fit) happens at once. A
  * proposal that drops any other CPU of the current set is a narrowing: it is applied when narrower
  * proposals have held for POLICY_NARROW_HOLD_ROUNDS rounds in a row (the set then becomes the
  * union of those proposals, the widest of them when they are nested), or at once when demand
  * moved by more than 25% and 32/1024 since the set was chosen; either way at most once per
- * POLICY_NARROW_INTERVAL_USEC. Meanwhile the CPUs a proposal adds are added. A group waiting for
- * CPU is never narrowed, and grows by at least one core.
+ * POLICY_NARROW_INTERVAL_USEC, and for a packed group not back onto a set a narrowing did not
+ * hold on (above). Meanwhile the CPUs a proposal adds are added. A group waiting for CPU is never
+ * narrowed, and grows by at least one core. others: for a packed group, the load the other groups
+ * place in this round's plan, per CPU; NULL for the others.
  */
-static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h, usec_t now, CpuMask *ret) {
-        CpuMask cur, added, removed, final;
+static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h, const double *others, usec_t now,
+                      CpuMask *ret) {
+        CpuMask cur, added, removed, final, regained;
 
+        if (!h->placed)
+                h->bounced = false;
         cur = h->placed ? h->cpus : g->cpus;
         cpumask_and(&cur, &cur, &gp->candidates);
         if (cpumask_empty(&cur)) {
@@ -638,14 +666,20 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
                 else if (!cpumask_empty(&removed))
                         reason_append(gp->reason, "; waiting for CPU (runnable %.0f > util %.0f): not narrowed",
                                       g->runnable, g->util);
-                *ret = final;
-                return;
+                goto widened;
         }
 
         if (cpumask_empty(&removed)) {
                 h->held_rounds = 0;
-                *ret = final;
-                return;
+                goto widened;
+        }
+
+        if (narrowing_blocked(p->t, gp, h, others)) {
+                h->held_rounds = 0;
+                reason_append(gp->reason, "; stays on %d CPUs: narrowing to %d did not hold %.0f s ago, not again before the load there drops by more than %.0f%% from %.1f CPUs",
+                              cpumask_count(&final), cpumask_count(&gp->proposal), (double) (now - h->bounce_usec) / USEC_PER_SEC,
+                              POLICY_BIG_CHANGE_RATIO * 100, cpus_of(h->bounce_load));
+                goto widened;
         }
 
         h->narrower[h->held_rounds % POLICY_NARROW_HOLD_ROUNDS] = gp->proposal;
@@ -665,6 +699,8 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
                 cpumask_or(&target, &target, &gp->proposal);
                 h->narrowed = true;
                 h->last_narrow_usec = now;
+                cpumask_andnot(&h->given_up, &cur, &target);
+                h->bounced = false;
                 h->held_rounds = 0;
                 *ret = target;
                 return;
@@ -678,6 +714,17 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
         else
                 reason_append(gp->reason, "; keeping %d CPUs until the narrower plan holds (%u of %u rounds)",
                               cpumask_count(&final), h->held_rounds, POLICY_NARROW_HOLD_ROUNDS);
+
+widened:
+        /* Widened onto what the last narrowing gave up, before another narrowing was even allowed. */
+        cpumask_andnot(&regained, &final, &cur);
+        cpumask_and(&regained, &regained, &h->given_up);
+        if (others && !cpumask_empty(&regained) && h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC) {
+                h->bounced = true;
+                h->bounce_cpus = cur;
+                h->bounce_load = gp->demand + load_on(p->t, others, &cur);
+                h->bounce_usec = now;
+        }
         *ret = final;
 }
 
@@ -775,7 +822,7 @@ static int place_with_history(Planner *p, const PolicyGroup *groups, GroupPlan *
                                               cpumask_count(&gp->proposal), cpumask_count(&first),
                                               cpus_of(load_on(t, p->cpu_util, &first)), cpumask_count(&first));
                 }
-                stabilise(p, &groups[i], gp, h, now, &final);
+                stabilise(p, &groups[i], gp, h, gp->mode == PLACE_PACK ? p->cpu_util : NULL, now, &final);
                 if (gp->mode != PLACE_SPREAD)
                         energy_spread(t, &final, gp->demand, before);
 
