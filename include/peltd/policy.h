@@ -89,6 +89,11 @@ typedef struct PolicyHistory {
         CpuMask narrower[POLICY_NARROW_HOLD_ROUNDS]; /* those proposals, a ring */
         bool narrowed;
         usec_t last_narrow_usec;     /* the last narrowing, when narrowed */
+        CpuMask given_up;            /* the CPUs the last narrowing took away */
+        bool bounced;                /* widened back onto them within POLICY_NARROW_INTERVAL_USEC: */
+        CpuMask bounce_cpus;         /* the set it did not fit, */
+        double bounce_load;          /* its demand and the others' load there then, */
+        usec_t bounce_usec;          /* and when */
         PolicyChoice choice;         /* balanced on asymmetric machines: the last choice */
 } PolicyHistory;
 
