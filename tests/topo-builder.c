@@ -268,16 +268,6 @@ Topology *topo_build_smp(unsigned packages, unsigned cores, unsigned threads, To
 }
 
 void topo_build_free(Topology *t) {
-        if (!t)
-                return;
-        free(t->cpus);
-        free(t->packages);
-        free(t->dies);
-        free(t->clusters);
-        free(t->smt_groups);
-        free(t->llc_groups);
-        free(t->numa_nodes);
-        free(t->classes);
-        free(t->freq_domains);
-        free(t);
+        /* Built with the same allocations topology_load() makes. */
+        topology_free(t);
 }
