@@ -139,6 +139,7 @@ struct ProcSampler {
         bool netlink_active;
 
         size_t max_fds, kept_fds, n_fallback;
+        size_t n_read, n_quiet;      /* last round */
         bool warned_fds;
 
         int stat_fd;                 /* /proc/stat */
@@ -730,11 +731,38 @@ static int netlink_drain(ProcSampler *s) {
         }
 }
 
+/*
+ * Whether a thread known not to have run can stay unread. Outside its stat round, yes. In it, what
+ * stat would tell about a thread that did not run is its nice (renice happens while it sleeps) and
+ * its comm; with the proc connector delivering comm changes, getpriority() answers the rest for a
+ * fraction of a stat read. Without the connector, stat is read as for any thread.
+ */
+static bool quiet_unchanged(ProcSampler *s, const ProcThread *t) {
+        int prio;
+
+        if (s->round % STAT_EVERY_ROUNDS != t->stat_slot)
+                return true;
+        if (!s->netlink_active)
+                return false;
+        errno = 0;
+        prio = getpriority(PRIO_PROCESS, (id_t) t->tid);
+        return !(prio == -1 && errno != 0) && prio == t->nice;
+}
+
 static void sample_thread(ProcSampler *s, ProcThread *t) {
-        uint64_t run, wait, slices, starttime, sample_ns;
+        uint64_t run, wait, slices, starttime, sample_ns, quiet_ns = t->quiet_ns;
         char comm[16];
         int nice, cpu, k;
 
+        t->quiet_ns = 0;
+        if (quiet_ns && quiet_unchanged(s, t)) {
+                /* Known not to have run: its counters are as they were, as of quiet_ns. */
+                t->moved = false;
+                t->sample_ns = MAX(t->sample_ns, quiet_ns);
+                s->n_quiet++;
+                return;
+        }
+        s->n_read++;
         k = read_schedstat(s, t, &run, &wait, &slices);
         sample_ns = s->clock(s->clock_userdata);
         if (k < 0) {
@@ -789,6 +817,7 @@ int proc_sampler_round(ProcSampler *s) {
                 }
         }
         s->round++;
+        s->n_read = s->n_quiet = 0;
 
         for (size_t i = 0; i < s->n_slots; i++)
                 if (s->slots[i].state == PROC_THREAD_LIVE)
@@ -841,6 +870,14 @@ size_t proc_sampler_n_kept_fds(const ProcSampler *s) {
 
 size_t proc_sampler_n_fallback(const ProcSampler *s) {
         return s->n_fallback;
+}
+
+size_t proc_sampler_n_read(const ProcSampler *s) {
+        return s->n_read;
+}
+
+size_t proc_sampler_n_quiet(const ProcSampler *s) {
+        return s->n_quiet;
 }
 
 int proc_sampler_cpu_times(ProcSampler *s, ProcCpuTimes *ret, size_t max) {

@@ -20,6 +20,7 @@ typedef struct GroupData {
         uint64_t throttled_growth_ns;
         bool have_throttled;
         bool gone;
+        uint64_t id;                 /* unique for the sampler's lifetime */
 } GroupData;
 
 /* What tracking keeps for a thread, parallel to the proc sampler's slots. */
@@ -29,7 +30,20 @@ typedef struct ThreadData {
         uint32_t member_gen;         /* the walk that last listed it */
         uint32_t path_index;
         CgroupGroup *member;         /* its managed group in that walk, NULL: none */
+        /*
+         * Its managed group when its schedstat was last read (0: none) and that group's usage as
+         * read just before: while both stay the same, the thread has not run since.
+         */
+        uint64_t read_group_id;
+        uint64_t read_usage_ns;
 } ThreadData;
+
+/* A thread listed by the walk before the thread scan found it. */
+typedef struct PendingMember {
+        pid_t tid;
+        uint32_t path_index;
+        CgroupGroup *group;
+} PendingMember;
 
 struct Sampling {
         const Config *config;
@@ -56,6 +70,9 @@ struct Sampling {
         bool started;
         unsigned rounds;
         uint32_t walk_gen;
+        uint64_t next_group_id;
+        PendingMember *pending;
+        size_t n_pending, allocated_pending;
 
         SampledThread *out_threads;
         SampledGroup *out_groups;
@@ -123,6 +140,7 @@ Sampling *sampling_free(Sampling *s) {
         cgroup_sampler_free(s->groups);
         proc_sampler_free(s->procs);
         free(s->threads);
+        free(s->pending);
         free(s->out_threads);
         free(s->out_groups);
         free(s);
@@ -240,16 +258,90 @@ static int thread_slots(Sampling *s) {
         return 0;
 }
 
+static void member_set(Sampling *s, size_t i, size_t path_index, CgroupGroup *group) {
+        s->threads[i].member_gen = s->walk_gen;
+        s->threads[i].path_index = (uint32_t) path_index;
+        s->threads[i].member = group;
+}
+
 static void member_cb(pid_t tid, size_t path_index, CgroupGroup *group, void *userdata) {
         Sampling *s = userdata;
         ssize_t i = proc_sampler_find(s->procs, tid);
 
-        /* Not known yet (found after the thread scan): it is picked up next round. */
-        if (i < 0 || (size_t) i >= s->n_threads_allocated)
+        if (i >= 0 && (size_t) i < s->n_threads_allocated) {
+                member_set(s, (size_t) i, path_index, group);
                 return;
-        s->threads[i].member_gen = s->walk_gen;
-        s->threads[i].path_index = (uint32_t) path_index;
-        s->threads[i].member = group;
+        }
+        /* Not known yet: the thread scan that follows the walk may find it. */
+        if (s->n_pending == s->allocated_pending) {
+                size_t na = s->allocated_pending ? s->allocated_pending * 2 : 64;
+                PendingMember *p = realloc(s->pending, na * sizeof *p);
+
+                if (!p)
+                        return; /* it gets its group next round */
+                s->pending = p;
+                s->allocated_pending = na;
+        }
+        s->pending[s->n_pending++] = (PendingMember){ .tid = tid, .path_index = (uint32_t) path_index, .group = group };
+}
+
+/* After the thread scan: new threads the walk listed get their group; the others have none yet. */
+static void members_resolve(Sampling *s) {
+        for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++)
+                if (proc_sampler_slot(s->procs, i)->state == PROC_THREAD_NEW)
+                        member_set(s, i, 0, NULL);
+        for (size_t k = 0; k < s->n_pending; k++) {
+                ssize_t i = proc_sampler_find(s->procs, s->pending[k].tid);
+
+                if (i >= 0 && (size_t) i < s->n_threads_allocated &&
+                    proc_sampler_slot(s->procs, (size_t) i)->state == PROC_THREAD_NEW)
+                        member_set(s, (size_t) i, s->pending[k].path_index, s->pending[k].group);
+        }
+        s->n_pending = 0;
+}
+
+/* The managed group a thread is in as of this walk, when its usage was read this round; else NULL. */
+static CgroupGroup *member_counted(const Sampling *s, const ThreadData *d) {
+        CgroupGroup *g = d->member;
+
+        if (d->member_gen != s->walk_gen || !g || g->state != CGROUP_GROUP_LIVE || !g->userdata || !g->have_usage)
+                return NULL;
+        return g;
+}
+
+/*
+ * A thread whose group's usage counter has not moved since the thread was last read has not run
+ * since (the counter charges every nanosecond any thread in the group or below runs): its
+ * schedstat would read the same, so the proc sampler leaves it unread. A thread that moved groups,
+ * or whose group was not counted, is read.
+ */
+static void threads_mark_quiet(Sampling *s) {
+        for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++) {
+                ProcThread *p = proc_sampler_slot(s->procs, i);
+                ThreadData *d = &s->threads[i];
+                CgroupGroup *g;
+
+                if (p->state != PROC_THREAD_LIVE || !d->tracked || !d->read_group_id)
+                        continue;
+                g = member_counted(s, d);
+                if (g && ((GroupData *) g->userdata)->id == d->read_group_id && g->usage_ns == d->read_usage_ns)
+                        p->quiet_ns = g->sample_ns;
+        }
+}
+
+/* Threads read this round remember their group's usage as read before them. */
+static void threads_note_reads(Sampling *s) {
+        for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++) {
+                ProcThread *p = proc_sampler_slot(s->procs, i);
+                ThreadData *d = &s->threads[i];
+                CgroupGroup *g;
+
+                if (p->state != PROC_THREAD_LIVE && p->state != PROC_THREAD_NEW)
+                        continue;
+                g = member_counted(s, d);
+                d->read_group_id = g ? ((GroupData *) g->userdata)->id : 0;
+                d->read_usage_ns = g ? g->usage_ns : 0;
+        }
 }
 
 static TrackGroup *target_group(Sampling *s, const ThreadData *d) {
@@ -277,6 +369,7 @@ static int groups_found(Sampling *s) {
                 if (!d)
                         return -ENOMEM;
                 track_group_init(&d->tg, s->catchall.clock_ns);
+                d->id = ++s->next_group_id;
                 gs = group_sample(s, d, g);
                 (void) track_group_advance(&d->tg, 0, 0, &gs);
                 note_throttled(d, g);
@@ -443,24 +536,31 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
                 note_throttled(d, g);
         }
 
+        /*
+         * Task round: membership first (a thread's group as of now decides whether it can have
+         * run), then the threads, then their PELT.
+         */
         if (!s->started || task_round) {
-                if (s->opts.task_tracking) {
-                        r = proc_sampler_round(s->procs);
-                        if (r < 0)
-                                return r;
-                        r = thread_slots(s);
-                        if (r < 0)
-                                return r;
-                }
                 s->walk_gen++;
+                s->n_pending = 0;
                 r = cgroup_sampler_walk(s->groups, s->opts.task_tracking ? member_cb : NULL, s);
                 if (r < 0)
                         return r;
                 r = groups_found(s);
                 if (r < 0)
                         return r;
-                if (s->opts.task_tracking)
+                if (s->opts.task_tracking) {
+                        threads_mark_quiet(s);
+                        r = proc_sampler_round(s->procs);
+                        if (r < 0)
+                                return r;
+                        r = thread_slots(s);
+                        if (r < 0)
+                                return r;
+                        members_resolve(s);
                         threads_update(s);
+                        threads_note_reads(s);
+                }
         }
         groups_lost(s);
 

@@ -489,6 +489,118 @@ static void test_pipeline(_unused_ void **state) {
         pipe_close(&p);
 }
 
+/*
+ * A round in which 100 and 200 ran for the given ns and 101 not at all. /web's usage moves by
+ * what its threads ran, as the kernel charges it; 200 is outside every managed group.
+ */
+static void quiet_round(Pipe *p, uint64_t run100, uint64_t run200) {
+        p->run[0] += run100;
+        p->run[2] += run200;
+        p->web_usage += run100;
+        fx_write(p->proc_dir, "100/task/100/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[0],
+                 (unsigned long long) p->run[0] / MS);
+        fx_write(p->proc_dir, "200/task/200/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[2],
+                 (unsigned long long) p->run[2] / MS);
+        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage", "%llu\n", (unsigned long long) p->web_usage);
+        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage_percpu", "%llu 0\n", (unsigned long long) p->web_usage);
+        p->now += 100 * MS;
+        assert_int_equal(sampling_round(p->s, p->now, true), 0);
+}
+
+/* The proc sampler's number for the next task round (stat is re-read where it % 10 == tid % 10). */
+static unsigned next_proc_round(Pipe *p) {
+        return sampling_rounds(p->s) + 2;
+}
+
+/* Idle rounds until the next one's number ends in digit. */
+static void idle_until(Pipe *p, unsigned digit) {
+        while (next_proc_round(p) % 10 != digit)
+                quiet_round(p, 0, 0);
+}
+
+/*
+ * Threads of a group whose usage counter did not move are not read: 100 and 101 in /web (and
+ * /web/workers) while /web is idle, never 200 outside every group; a thread whose group changed,
+ * or whose group's counter could not be read, is read; without the proc connector a quiet thread
+ * is read in full in its stat round. What is tracked is what reading every round would give.
+ */
+static void test_quiet_threads(_unused_ void **state) {
+        ProcSampler *ps;
+        SampledThread a, b; /* copies: each out_thread() call renews the list */
+        unsigned quiet = 0;
+        Pipe p;
+
+        pipe_open(&p);
+        ps = sampling_proc_sampler(p.s);
+        assert_int_equal(sampling_round(p.s, p.now, true), 0);
+        for (int i = 0; i < 3; i++) {
+                quiet_round(&p, 20 * MS, 20 * MS);
+                assert_int_equal(proc_sampler_n_quiet(ps), 0);
+        }
+
+        /* Ten idle rounds: 100 and 101 are quiet but in their own stat round (a full read). */
+        for (int i = 0; i < 10; i++) {
+                quiet_round(&p, 0, 0);
+                quiet += (unsigned) proc_sampler_n_quiet(ps);
+        }
+        assert_int_equal(quiet, 2 * 9);
+
+        /* 100 and 200 did the same all along: reading 100 or not changes nothing. */
+        quiet_round(&p, 30 * MS, 30 * MS);
+        assert_non_null(out_thread(&p, 100));
+        assert_non_null(out_thread(&p, 200));
+        a = *out_thread(&p, 100);
+        b = *out_thread(&p, 200);
+        assert_true(a.v.util_avg > 100);
+        assert_true(llabs((long long) a.v.util_avg - (long long) b.v.util_avg) <= 1);
+        assert_true(llabs((long long) a.v.runnable_avg - (long long) b.v.runnable_avg) <= 1);
+        /* Sleeping again (100 quiet), then running again after 50 ms. */
+        quiet_round(&p, 0, 0);
+        p.now -= 50 * MS;
+        quiet_round(&p, 10 * MS, 10 * MS);
+        a = *out_thread(&p, 100);
+        b = *out_thread(&p, 200);
+        assert_true(a.v.util_avg > 50);
+        assert_true(llabs((long long) a.v.util_avg - (long long) b.v.util_avg) <= 1);
+
+        /* Away from both stat rounds: exactly 100 and 101 are quiet. */
+        idle_until(&p, 4);
+        quiet_round(&p, 0, 0);
+        assert_int_equal(proc_sampler_n_quiet(ps), 2);
+
+        /* In 100's stat round (no connector here) it is read in full: only 101 is quiet. */
+        idle_until(&p, 0);
+        quiet_round(&p, 0, 0);
+        assert_int_equal(proc_sampler_n_quiet(ps), 1);
+
+        /*
+         * 101 moves to /batch, idle too, its counter even equal to /web's: it is read, being in
+         * another group than when last read.
+         */
+        idle_until(&p, 5);
+        fx_write(p.cg_dir, "cpuacct/batch/cpuacct.usage", "%llu\n", (unsigned long long) p.web_usage);
+        quiet_round(&p, 0, 0);
+        fx_write(p.cg_dir, "cpuacct/web/workers/tasks", "");
+        fx_write(p.cg_dir, "cpuacct/batch/tasks", "101\n");
+        quiet_round(&p, 0, 0);
+        assert_int_equal(proc_sampler_n_quiet(ps), 1);
+        assert_string_equal(out_thread(&p, 101)->cgroup, "/batch");
+        quiet_round(&p, 0, 0);
+        assert_int_equal(proc_sampler_n_quiet(ps), 2);
+
+        /* /web's counter does not parse this round: its threads are read. */
+        idle_until(&p, 5);
+        p.now += 100 * MS;
+        fx_write(p.cg_dir, "cpuacct/web/cpuacct.usage", "garbage\n");
+        assert_int_equal(sampling_round(p.s, p.now, true), 0);
+        assert_int_equal(proc_sampler_n_quiet(ps), 1);
+        quiet_round(&p, 0, 0);
+        quiet_round(&p, 0, 0);
+        assert_int_equal(proc_sampler_n_quiet(ps), 2);
+
+        pipe_close(&p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parsers),
@@ -496,6 +608,7 @@ int main(void) {
                 cmocka_unit_test(test_sampler_v1),
                 cmocka_unit_test(test_sampler_v2),
                 cmocka_unit_test(test_pipeline),
+                cmocka_unit_test(test_quiet_threads),
         };
 
         log_set_max_level(LOG_ERR);

@@ -9,6 +9,8 @@
  *     its own usage counter;
  *   - libpeltd's sampling in this process: a worker started mid-run is found through the proc
  *     connector (no rescan), one that moves from a to b is seen in b, one that exits leaves;
+ *   - threads of a group whose usage counter did not move are left unread, and read again when
+ *     it moves; a sleeping thread's renice is still seen;
  *   - a reused TID, in a PID namespace of its own: the old thread's kept fd says ESRCH, the new
  *     thread is a new one.
  */
@@ -440,6 +442,172 @@ static void test_sampling_events(_unused_ void **state) {
 }
 
 /*
+ * A process of QUIET_THREADS sleeping threads (and its main thread) in a, a duty worker in b. While
+ * nothing in a runs, a's threads are left unread (b's worker never is); a sleeping thread reniced
+ * is seen within ten task rounds (its nice checked in its stat round); one that wakes up and runs
+ * is read, and so are its neighbours while a's counter moves; once it sleeps, they are quiet again.
+ */
+#define QUIET_THREADS 20
+
+static void *quiet_sleeper(void *arg) {
+        int fd = (int) (intptr_t) arg;
+        char c;
+
+        while (read(fd, &c, 1) == 1)
+                bench_spin_cpu_ns(300ULL * 1000 * 1000);
+        return NULL;
+}
+
+static pid_t quiet_process(int wake[QUIET_THREADS][2], pid_t tids[QUIET_THREADS]) {
+        char group[128];
+        pid_t pid;
+
+        snprintf(group, sizeof group, "%s/a", top);
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                bench_cgroup_attach(group, getpid());
+                for (int i = 0; i < QUIET_THREADS; i++) {
+                        pthread_t t;
+
+                        if (pthread_create(&t, NULL, quiet_sleeper, (void *) (intptr_t) wake[i][0]) != 0)
+                                _exit(3);
+                }
+                for (;;)
+                        pause();
+        }
+        workers[n_workers++] = pid;
+
+        /* Its threads, in the order they were made (TIDs ascend), once they all exist. */
+        for (int tries = 0;; tries++) {
+                char path[64];
+                DIR *d;
+                struct dirent *de;
+                size_t n = 0;
+
+                assert_true(tries < 200);
+                usleep(10 * 1000);
+                snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+                d = opendir(path);
+                assert_non_null(d);
+                while ((de = readdir(d)))
+                        n += de->d_name[0] >= '1' && de->d_name[0] <= '9';
+                closedir(d);
+                if (n == QUIET_THREADS + 1)
+                        break;
+        }
+        for (int i = 0; i < QUIET_THREADS; i++)
+                tids[i] = 0;
+        {
+                char path[64];
+                DIR *d;
+                struct dirent *de;
+                size_t n = 0;
+
+                snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+                d = opendir(path);
+                while ((de = readdir(d)))
+                        if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && atoi(de->d_name) != pid && n < QUIET_THREADS)
+                                tids[n++] = atoi(de->d_name);
+                closedir(d);
+                assert_int_equal(n, QUIET_THREADS);
+        }
+        return pid;
+}
+
+static const SampledThread *find_thread(Sampling *s, pid_t tid) {
+        SampledThread *t;
+        size_t n = sampling_threads(s, &t);
+
+        for (size_t i = 0; i < n; i++)
+                if (t[i].tid == tid)
+                        return &t[i];
+        return NULL;
+}
+
+static void test_quiet_threads(_unused_ void **state) {
+        _cleanup_config_ Config *config = NULL;
+        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+        _cleanup_rootdir_ RootDir *proc = NULL;
+        _cleanup_sampling_ Sampling *s = NULL;
+        static const unsigned caps[2] = { 1024, 1024 };
+        int wake[QUIET_THREADS][2];
+        pid_t tids[QUIET_THREADS], busy;
+        ProcSampler *ps;
+        const SampledThread *t;
+        unsigned all_quiet = 0, none_quiet = 0, max_util = 0;
+
+        for (int i = 0; i < QUIET_THREADS; i++)
+                assert_int_equal(pipe2(wake[i], O_CLOEXEC), 0);
+        busy = worker("b", 3.1, 0.3, 0);
+        (void) quiet_process(wake, tids);
+        for (int i = 0; i < QUIET_THREADS; i++)
+                close(wake[i][0]);
+
+        assert_int_equal(config_new_default(&config), 0);
+        free(config->cgroup_root);
+        config->cgroup_root = strdup(top);
+        assert_int_equal(cgroup_fs_open_system(&fs), 0);
+        assert_int_equal(rootdir_open("/proc", &proc), 0);
+        assert_int_equal(sampling_new(proc, fs, config,
+                                      &(SamplingOptions){ .task_tracking = true, .netlink = true, .capacity = caps, .n_capacity = 2 },
+                                      &s),
+                         0);
+        ps = sampling_proc_sampler(s);
+        assert_true(proc_sampler_netlink_active(ps));
+
+        /* Settle, then ten rounds with a asleep: all of its threads quiet, in (nearly) every one. */
+        for (int k = 0; k < 13; k++) {
+                usleep(50 * 1000);
+                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
+                if (k >= 3)
+                        all_quiet += proc_sampler_n_quiet(ps) == QUIET_THREADS + 1;
+        }
+        printf("# a asleep: all %d of its threads quiet in %u of 10 rounds\n", QUIET_THREADS + 1, all_quiet);
+        assert_true(all_quiet >= 9);
+
+        /* A sleeping thread reniced: seen within ten task rounds, without it running. */
+        assert_int_equal(setpriority(PRIO_PROCESS, (id_t) tids[3], 7), 0);
+        for (int k = 0; k < 11; k++) {
+                usleep(50 * 1000);
+                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
+        }
+        t = find_thread(s, tids[3]);
+        assert_non_null(t);
+        assert_int_equal(t->nice, 7);
+
+        /* One of them runs for 300 ms: a's threads are read while it does, it shows, then quiet again. */
+        assert_int_equal(write(wake[5][1], "x", 1), 1);
+        for (int k = 0; k < 6; k++) {
+                usleep(50 * 1000);
+                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
+                none_quiet += proc_sampler_n_quiet(ps) == 0;
+                t = find_thread(s, tids[5]);
+                assert_non_null(t);
+                max_util = MAX(max_util, (unsigned) t->v.util_avg);
+        }
+        printf("# one of a's threads running: none quiet in %u of 6 rounds, its util up to %u\n", none_quiet, max_util);
+        assert_true(none_quiet >= 3);
+        assert_true(max_util > 500);
+        all_quiet = 0;
+        for (int k = 0; k < 10; k++) {
+                usleep(50 * 1000);
+                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
+                if (k >= 4)
+                        all_quiet += proc_sampler_n_quiet(ps) == QUIET_THREADS + 1;
+        }
+        assert_true(all_quiet >= 5);
+        /* b's worker was read all along. */
+        t = find_thread(s, busy);
+        assert_non_null(t);
+        assert_true(t->v.util_avg > 100);
+
+        for (int i = 0; i < QUIET_THREADS; i++)
+                close(wake[i][1]);
+}
+
+/*
  * A reused TID on the real kernel: in a new PID namespace (with its own /proc) a thread is found,
  * exits, and a new thread gets its TID (ns_last_pid). The kept schedstat fd of the old one answers
  * ESRCH: the old thread is GONE and the new one is a NEW thread, never the old one continued.
@@ -546,6 +714,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_once_against_kernel, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_sampling_events, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_quiet_threads, setup, teardown),
                 cmocka_unit_test(test_pid_reuse),
         };
 

@@ -18,6 +18,11 @@
  *   - /proc/PID/task/TID/stat (comm, nice, last CPU, start time) costs over twice as much: it is
  *     read at discovery, for threads whose schedstat moved (they may have changed CPU), and for
  *     every thread once every ten rounds (renice happens), a tenth of the threads each round;
+ *   - a thread its caller knows to be idle (it sets quiet_ns: its cgroup's usage counter has not
+ *     moved since the thread was last read, so nothing in that cgroup ran) is not read that round:
+ *     its counters stay, stamped as of quiet_ns. In its stat round only its nice is checked, with
+ *     getpriority() (comm changes come from the connector); without the connector, or when the
+ *     nice changed, it is read in full;
  *   - new threads come from the netlink proc connector (fork, exec, exit, comm); on ENOBUFS, and
  *     every `rescan_rounds` rounds as a fallback, /proc is scanned again;
  *   - a thread found in a round is NEW: its counters are its baseline, it is tracked from the
@@ -52,6 +57,11 @@ typedef struct ProcThread {
         int nice;
         int cpu;                     /* the CPU it last ran on */
         bool moved;                  /* schedstat changed in this round */
+        /*
+         * Set by the caller before a round, 0 otherwise: the thread cannot have run since its last
+         * read, as of this CLOCK_MONOTONIC time. Cleared by the round.
+         */
+        uint64_t quiet_ns;
         uint8_t stat_slot;           /* stat is re-read in rounds where round % 10 == stat_slot */
         char comm[16];
 } ProcThread;
@@ -90,6 +100,9 @@ bool proc_sampler_netlink_active(const ProcSampler *s);
 /* Descriptors kept open, and threads whose schedstat is read with open/read/close for want of them. */
 size_t proc_sampler_n_kept_fds(const ProcSampler *s);
 size_t proc_sampler_n_fallback(const ProcSampler *s);
+/* Threads whose schedstat was read, and those left unread as quiet, in the last round. */
+size_t proc_sampler_n_read(const ProcSampler *s);
+size_t proc_sampler_n_quiet(const ProcSampler *s);
 
 /* Cumulative jiffies from /proc/stat. */
 typedef struct ProcCpuTimes {
