@@ -104,6 +104,11 @@ size_t cgroup_sampler_n_groups(const CgroupSampler *s) {
         return s->n_groups;
 }
 
+size_t cgroup_sampler_fds_wanted(const CgroupSampler *s) {
+        /* Five counter files a group (usage, usage_percpu, cpu.stat, shares, cpus); a walk holds a directory a level. */
+        return 5 * s->n_groups + 64;
+}
+
 CgroupGroup *cgroup_sampler_group(CgroupSampler *s, size_t i) {
         return i < s->n_groups ? s->groups[i] : NULL;
 }

@@ -180,6 +180,38 @@ static CgroupGroup *group_named(CgroupSampler *s, const char *path) {
         return NULL;
 }
 
+/* The files under dir this process has open: each at most once (a kept counter file is opened once). */
+static size_t open_files_under(const char *dir) {
+        char (*paths)[512] = calloc(1024, sizeof *paths);
+        DIR *d = opendir("/proc/self/fd");
+        struct dirent *de;
+        size_t n = 0;
+
+        assert_non_null(paths);
+        assert_non_null(d);
+        while ((de = readdir(d)) && n < 1024) {
+                char link[300];
+                ssize_t l;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+                l = readlink(link, paths[n], sizeof paths[n] - 1);
+                if (l <= 0)
+                        continue;
+                paths[n][l] = 0;
+                if (strneq(paths[n], dir, strlen(dir)))
+                        n++;
+        }
+        closedir(d);
+        for (size_t i = 0; i < n; i++)
+                for (size_t j = i + 1; j < n; j++)
+                        if (streq(paths[i], paths[j]))
+                                fail_msg("%s is open twice", paths[i]);
+        free(paths);
+        return n;
+}
+
 static void test_sampler_v1(_unused_ void **state) {
         char *dir = fx_copy("cgroup-v1");
         CgroupFs *fs = open_v1(dir);
@@ -196,6 +228,9 @@ static void test_sampler_v1(_unused_ void **state) {
         cgroup_sampler_settle(s);
         assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
         assert_int_equal(cgroup_sampler_n_groups(s), 3);
+        /* Counter files are kept open, each once; cgroup_sampler_fds_wanted() covers them. */
+        assert_true(open_files_under(dir) > 0);
+        assert_true(open_files_under(dir) <= cgroup_sampler_fds_wanted(s));
 
         web = group_named(s, "/web");
         assert_non_null(web);

@@ -17,9 +17,28 @@
 #define _warn_unused_result_ __attribute__((__warn_unused_result__))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
-#define CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))
+/*
+ * MIN, MAX and CLAMP evaluate each argument once (an argument may be a call that opens a file);
+ * the temporaries get names of their own, so that nested uses do not shadow each other.
+ */
+#define PELTD_CONCAT_(a, b) a##b
+#define PELTD_CONCAT(a, b) PELTD_CONCAT_(a, b)
+#define PELTD_UNIQ(name, n) PELTD_CONCAT(peltd_uniq_, PELTD_CONCAT(name, n))
+#define PELTD_MIN(n, a, b)                                                              \
+        ({                                                                              \
+                const __typeof__(a) PELTD_UNIQ(a_, n) = (a);                            \
+                const __typeof__(b) PELTD_UNIQ(b_, n) = (b);                            \
+                PELTD_UNIQ(a_, n) < PELTD_UNIQ(b_, n) ? PELTD_UNIQ(a_, n) : PELTD_UNIQ(b_, n); \
+        })
+#define PELTD_MAX(n, a, b)                                                              \
+        ({                                                                              \
+                const __typeof__(a) PELTD_UNIQ(a_, n) = (a);                            \
+                const __typeof__(b) PELTD_UNIQ(b_, n) = (b);                            \
+                PELTD_UNIQ(a_, n) > PELTD_UNIQ(b_, n) ? PELTD_UNIQ(a_, n) : PELTD_UNIQ(b_, n); \
+        })
+#define MIN(a, b) PELTD_MIN(__COUNTER__, a, b)
+#define MAX(a, b) PELTD_MAX(__COUNTER__, a, b)
+#define CLAMP(x, lo, hi) MIN(MAX(x, lo), hi)
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)

@@ -101,4 +101,6 @@ int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata);
 const char *cgroup_sampler_path(const CgroupSampler *s, size_t path_index);
 
 size_t cgroup_sampler_n_groups(const CgroupSampler *s);
+/* Descriptors it keeps open (counter files) and needs for a walk. */
+size_t cgroup_sampler_fds_wanted(const CgroupSampler *s);
 CgroupGroup *cgroup_sampler_group(CgroupSampler *s, size_t i);
