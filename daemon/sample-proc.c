@@ -139,6 +139,8 @@ struct ProcSampler {
         bool netlink_active;
 
         size_t max_fds, kept_fds, n_fallback;
+        size_t reserved_fds;         /* what the rest of the process keeps open, by the caller */
+        bool warned_emfile, emfile_seen; /* said once an episode; seen this round */
         size_t n_read, n_quiet;      /* last round */
         bool warned_fds;
 
@@ -151,8 +153,21 @@ static uint64_t monotonic_ns(_unused_ void *userdata) {
         return now_nsec(CLOCK_MONOTONIC);
 }
 
-static bool fd_budget(ProcSampler *s) {
-        return s->kept_fds < s->max_fds;
+/* How many descriptors thread files may keep open. */
+static size_t fd_allowance(const ProcSampler *s) {
+        return s->max_fds > s->reserved_fds ? s->max_fds - s->reserved_fds : 0;
+}
+
+static bool out_of_fds(int k) {
+        return k == -EMFILE || k == -ENFILE;
+}
+
+static void warn_out_of_fds(ProcSampler *s, pid_t tid) {
+        s->emfile_seen = true;
+        if (s->warned_emfile)
+                return;
+        log_warning("Out of file descriptors: thread %d (and maybe others) not read this round.", (int) tid);
+        s->warned_emfile = true;
 }
 
 /*
@@ -525,15 +540,16 @@ static int alloc_slot(ProcSampler *s, uint32_t *ret) {
  * only while half the budget is left, so that on a busy machine the descriptors go to schedstat.
  */
 static int keep_open(ProcSampler *s, ProcThread *t, const char *file, int *fd) {
+        size_t allowance = fd_allowance(s);
         int k;
 
         *fd = -1;
-        if (!fd_budget(s) || (streq(file, "stat") && s->kept_fds >= s->max_fds / 2))
+        if (s->kept_fds >= allowance || (streq(file, "stat") && s->kept_fds >= allowance / 2))
                 return 0;
         k = open_task_file(s, t, file);
-        if (k == -EMFILE || k == -ENFILE) {
+        if (out_of_fds(k)) {
                 /* Whatever the limit said, the process or the system is out: stop keeping more. */
-                s->max_fds = s->kept_fds;
+                s->max_fds = s->kept_fds + s->reserved_fds;
                 return 0;
         }
         if (k < 0)
@@ -580,8 +596,11 @@ static int discover(ProcSampler *s, pid_t pid, pid_t tid) {
         if ((k = keep_open(s, t, "schedstat", &t->schedstat_fd)) < 0 || (k = keep_open(s, t, "stat", &t->stat_fd)) < 0 ||
             (k = read_schedstat(s, t, &t->run_ns, &t->wait_ns, &t->slices)) < 0 || !(t->sample_ns = s->clock(s->clock_userdata)) ||
             (k = read_stat(s, t, t->comm, &t->nice, &t->starttime, &t->cpu)) < 0) {
-                /* Gone between readdir and open (or unreadable): it never was. */
-                log_debug_errno(k, "Thread %d of %d vanished before its first sample, ignoring: %m", (int) tid, (int) pid);
+                /* Gone between readdir and open (or unreadable): it never was. Out of fds: a later scan finds it. */
+                if (out_of_fds(k))
+                        warn_out_of_fds(s, tid);
+                else
+                        log_debug_errno(k, "Thread %d of %d vanished before its first sample, ignoring: %m", (int) tid, (int) pid);
                 thread_close(s, t);
                 t->state = PROC_THREAD_FREE;
                 s->free_slots[s->n_free++] = slot;
@@ -769,6 +788,8 @@ static void sample_thread(ProcSampler *s, ProcThread *t) {
                 /* ESRCH: exited (a kept fd never follows a reused TID); ENOENT: gone; garbled: skip it. */
                 if (k == -EINVAL)
                         log_debug("Thread %d: schedstat does not parse, skipping this round.", (int) t->tid);
+                else if (out_of_fds(k))
+                        warn_out_of_fds(s, t->tid);
                 else
                         mark_gone(s, t);
                 t->moved = false;
@@ -793,6 +814,10 @@ static void sample_thread(ProcSampler *s, ProcThread *t) {
                 log_debug("Thread %d: stat does not parse, keeping its last values.", (int) t->tid);
                 return;
         }
+        if (out_of_fds(k)) {
+                warn_out_of_fds(s, t->tid);
+                return;
+        }
         if (k < 0 || starttime != t->starttime) {
                 mark_gone(s, t);
                 return;
@@ -800,6 +825,32 @@ static void sample_thread(ProcSampler *s, ProcThread *t) {
         memcpy(t->comm, comm, sizeof comm);
         t->nice = nice;
         t->cpu = cpu;
+}
+
+/*
+ * The rest of the process now needs more descriptors than thread files leave it (more groups):
+ * kept files are given back, stat ones first, then schedstat ones (those threads are read by path).
+ */
+static void shed_fds(ProcSampler *s) {
+        size_t allowance = fd_allowance(s);
+
+        for (size_t i = s->n_slots; i-- > 0 && s->kept_fds > allowance;)
+                if (s->slots[i].stat_fd >= 0) {
+                        close(s->slots[i].stat_fd);
+                        s->slots[i].stat_fd = -1;
+                        s->kept_fds--;
+                }
+        for (size_t i = s->n_slots; i-- > 0 && s->kept_fds > allowance;)
+                if (s->slots[i].schedstat_fd >= 0) {
+                        close(s->slots[i].schedstat_fd);
+                        s->slots[i].schedstat_fd = -1;
+                        s->kept_fds--;
+                        s->n_fallback++;
+                }
+}
+
+void proc_sampler_reserve_fds(ProcSampler *s, size_t n) {
+        s->reserved_fds = n;
 }
 
 int proc_sampler_round(ProcSampler *s) {
@@ -818,6 +869,10 @@ int proc_sampler_round(ProcSampler *s) {
         }
         s->round++;
         s->n_read = s->n_quiet = 0;
+        if (!s->emfile_seen)
+                s->warned_emfile = false; /* the last episode is over */
+        s->emfile_seen = false;
+        shed_fds(s);
 
         for (size_t i = 0; i < s->n_slots; i++)
                 if (s->slots[i].state == PROC_THREAD_LIVE)

@@ -551,6 +551,7 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
                         return r;
                 if (s->opts.task_tracking) {
                         threads_mark_quiet(s);
+                        proc_sampler_reserve_fds(s->procs, cgroup_sampler_fds_wanted(s->groups));
                         r = proc_sampler_round(s->procs);
                         if (r < 0)
                                 return r;

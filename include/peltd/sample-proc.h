@@ -95,6 +95,11 @@ ProcThread *proc_sampler_slot(ProcSampler *s, size_t i);
 /* The slot of a thread that is NEW or LIVE, or -1. */
 ssize_t proc_sampler_find(const ProcSampler *s, pid_t tid);
 size_t proc_sampler_n_threads(const ProcSampler *s);
+/*
+ * Descriptors the rest of the process keeps open (cgroup counter files) or needs: kept thread
+ * files leave them free, and give some back at the next round when this grows.
+ */
+void proc_sampler_reserve_fds(ProcSampler *s, size_t n);
 /* Whether the proc connector is delivering events. */
 bool proc_sampler_netlink_active(const ProcSampler *s);
 /* Descriptors kept open, and threads whose schedstat is read with open/read/close for want of them. */
