@@ -4,9 +4,10 @@
  *
  *   1. Per thread-sample: 2,000 extra sleeping threads (in a private cgroup). The floor is a loop
  *      that only preads kept-open schedstat fds of every thread on the machine. peltd is
- *      `peltd --once S --interval 100`, run for 2 s and for 6 s: the difference is the cost of
- *      40 rounds without start-up and output, per thread and round. Target: at most 1.5x the floor.
- *      Peak RSS (2 s run): at most 16 MiB.
+ *      `peltd --once 6 --interval 100`; its CPU time from its 2nd to its 6th second (40 rounds,
+ *      start-up and output left out), per thread and round. Target: at most 1.5x the floor.
+ *      Peak RSS (`--once 2` and `--once 6`): at most 16 MiB. Then (1', printed, no target) the
+ *      same with a busy thread in the sleepers' group, where no thread of it can be left unread.
  *   2. Defaults: the same 2,000 threads; the daemon (`peltd --config`, default rates: group rounds
  *      every 100 ms, task rounds every 1000 ms; dry run, managing the private subtree) for 10 s
  *      after its start-up, its CPU time from its threads' schedstat; in the same seconds the floor
@@ -469,12 +470,80 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
         }
 }
 
+/*
+ * 1. Per thread-sample. `peltd --once 6 --interval 100` runs; from its 2nd to its 6th second (40
+ * rounds, start-up and output left out) its CPU time is read from its threads' schedstat. In the
+ * same seconds, at the same cadence, this process does the floor's round a third of the way into
+ * each of peltd's 100 ms and the mandated reads two thirds in: the machine's other work weighs on
+ * all three alike. Per thread and round, in ns.
+ */
+static void once_steady(const char *peltd, const char *conf, size_t threads, double *ret_floor_ns, double *ret_mandated_ns,
+                        double *ret_peltd_ns, Run *ret_run) {
+        char *pargv[] = { (char *) peltd, "--config", (char *) conf, "--once", "6", "--interval", "100", "--json", NULL };
+        uint64_t start, run0, run1, c0, flr = 0, mandated = 0;
+        struct rusage ru;
+        int status;
+        pid_t pid;
+        Floor f;
+
+        floor_open(&f);
+        floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
+        pid = fork();
+        if (pid < 0)
+                bench_die("fork: %s", strerror(errno));
+        if (pid == 0) {
+                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
+                dup2(null, STDOUT_FILENO);
+                execv(peltd, pargv);
+                _exit(127);
+        }
+        start = bench_now_ns();
+        sleep_until(start + 2000ULL * 1000 * 1000);
+        run0 = process_run_ns(pid);
+        for (uint64_t i = 0; i < 40; i++) {
+                uint64_t at = start + 2000ULL * 1000 * 1000 + i * 100 * 1000 * 1000;
+
+                sleep_until(at + 33 * 1000 * 1000);
+                c0 = thread_cpu_ns();
+                floor_round(&f);
+                flr += thread_cpu_ns() - c0;
+                sleep_until(at + 66 * 1000 * 1000);
+                c0 = thread_cpu_ns();
+                mandated_round(&f, (unsigned) i);
+                mandated += thread_cpu_ns() - c0;
+        }
+        sleep_until(start + 6000ULL * 1000 * 1000);
+        run1 = process_run_ns(pid);
+        if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                bench_die("peltd --once 6 failed");
+        *ret_floor_ns = (double) flr / (40.0 * (double) f.n);
+        *ret_mandated_ns = (double) mandated / (40.0 * (double) f.n);
+        *ret_peltd_ns = (double) (run1 - run0) / (40.0 * (double) threads);
+        *ret_run = (Run){ .cpu_s = bench_tv_sec(ru.ru_utime) + bench_tv_sec(ru.ru_stime), .maxrss_kib = ru.ru_maxrss, .rounds = 60 };
+        floor_close(&f);
+}
+
+/* A process with one thread busy 20% of every 3.1 ms, in group. */
+static void spawn_busy(const char *group) {
+        pid_t pid = fork();
+
+        if (pid < 0)
+                bench_die("fork: %s", strerror(errno));
+        if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                bench_cgroup_attach(group, getpid());
+                bench_duty_loop(3100 * 1000, 620 * 1000);
+        }
+        children = realloc(children, (n_children + 1) * sizeof *children);
+        children[n_children++] = pid;
+}
+
 int main(int argc, char *argv[]) {
         bool scale = !(argc > 2 && strcmp(argv[2], "--no-scale") == 0);
         char group[128], *conf;
-        Floor f;
         size_t threads;
-        uint64_t c0;
         double floor_ns, mandated_ns, peltd_ns, whole_ns, peltd_share, floor_share, mandated_share;
         Run r2, r6;
         int failed = 0;
@@ -496,67 +565,14 @@ int main(int argc, char *argv[]) {
         spawn_sleepers(group, SLEEPERS);
         threads = count_threads();
 
-        /*
-         * 1. Per thread-sample. `peltd --once 6 --interval 100` runs; from its 2nd to its 6th second
-         * (40 rounds, start-up and output left out) its CPU time is read from its threads'
-         * schedstat. In the same seconds, at the same cadence, this process does the floor's round
-         * a third of the way into each of peltd's 100 ms and the mandated reads two thirds in: the
-         * machine's other work weighs on all three alike.
-         */
         conf = write_conf(top);
-        floor_open(&f);
-        floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
-        {
-                char *pargv[] = { argv[1], "--config", conf, "--once", "6", "--interval", "100", "--json", NULL };
-                uint64_t start, run0, run1, flr = 0, mandated = 0;
-                struct rusage ru;
-                int status;
-                pid_t pid;
-
-                pid = fork();
-                if (pid < 0)
-                        bench_die("fork: %s", strerror(errno));
-                if (pid == 0) {
-                        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-                        prctl(PR_SET_PDEATHSIG, SIGTERM);
-                        dup2(null, STDOUT_FILENO);
-                        execv(argv[1], pargv);
-                        _exit(127);
-                }
-                start = bench_now_ns();
-                sleep_until(start + 2000ULL * 1000 * 1000);
-                run0 = process_run_ns(pid);
-                for (uint64_t i = 0; i < 40; i++) {
-                        uint64_t at = start + 2000ULL * 1000 * 1000 + i * 100 * 1000 * 1000;
-
-                        sleep_until(at + 33 * 1000 * 1000);
-                        c0 = thread_cpu_ns();
-                        floor_round(&f);
-                        flr += thread_cpu_ns() - c0;
-                        sleep_until(at + 66 * 1000 * 1000);
-                        c0 = thread_cpu_ns();
-                        mandated_round(&f, (unsigned) i);
-                        mandated += thread_cpu_ns() - c0;
-                }
-                sleep_until(start + 6000ULL * 1000 * 1000);
-                run1 = process_run_ns(pid);
-                if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                        bench_die("peltd --once 6 failed");
-                floor_ns = (double) flr / (40.0 * (double) f.n);
-                mandated_ns = (double) mandated / (40.0 * (double) f.n);
-                peltd_ns = (double) (run1 - run0) / (40.0 * (double) threads);
-                r6.cpu_s = bench_tv_sec(ru.ru_utime) + bench_tv_sec(ru.ru_stime);
-                r6.maxrss_kib = ru.ru_maxrss;
-                r6.rounds = 60;
-        }
-        floor_close(&f);
+        once_steady(argv[1], conf, threads, &floor_ns, &mandated_ns, &peltd_ns, &r6);
         r2 = run_peltd(argv[1], conf, "2");
         whole_ns = r6.cpu_s * 1e9 / ((double) threads * (double) (r6.rounds + 1));
 
         printf("sample: %zu threads on the machine (%d sleeping extra)\n\n", threads, SLEEPERS);
         printf("per thread-sample     floor (pread kept fds)   %7.0f ns   (every 100 ms, in the same seconds as peltd)\n", floor_ns);
-        printf("                      mandated reads           %7.0f ns   %.2fx floor (schedstat, a tenth of stat, every tasks file)\n",
+        printf("                      every thread read        %7.0f ns   %.2fx floor (schedstat, a tenth of stat, every tasks file)\n",
                mandated_ns, mandated_ns / floor_ns);
         printf("                      peltd, steady state      %7.0f ns   %.2fx floor (target <= 1.5x), %.2fx the mandated reads\n",
                peltd_ns, peltd_ns / floor_ns, peltd_ns / mandated_ns);
@@ -571,7 +587,7 @@ int main(int argc, char *argv[]) {
         defaults(&peltd_share, &floor_share, &mandated_share, 10);
         printf("\ndefaults (groups every 100 ms, tasks every 1000 ms, 10 s each)\n");
         printf("sampling alone        floor                    %7.3f%% of one CPU\n", floor_share * 100);
-        printf("                      mandated reads           %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
+        printf("                      every thread read        %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
                mandated_share / floor_share);
         printf("                      peltd's sampling         %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
                peltd_share * 100, peltd_share / floor_share);
@@ -580,12 +596,25 @@ int main(int argc, char *argv[]) {
 
         defaults_daemon(argv[1], &peltd_share, &floor_share, &mandated_share, 10);
         printf("the daemon            floor                    %7.3f%% of one CPU\n", floor_share * 100);
-        printf("                      mandated reads           %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
+        printf("                      every thread read        %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
                mandated_share / floor_share);
         printf("                      peltd (dry run)          %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
                peltd_share * 100, peltd_share / floor_share);
         if (peltd_share > 1.5 * floor_share || peltd_share > 0.01)
                 failed = 1;
+
+        /*
+         * 1'. The sleepers' group is never idle once a busy thread shares it: its usage counter moves
+         * every round and every thread of it is read. No target; printed so the cost is known.
+         */
+        spawn_busy(group);
+        threads = count_threads();
+        once_steady(argv[1], conf, threads, &floor_ns, &mandated_ns, &peltd_ns, &r6);
+        printf("\nsleepers sharing their group with a busy thread (every thread read each round; no target)\n");
+        printf("per thread-sample     floor                    %7.0f ns\n", floor_ns);
+        printf("                      every thread read        %7.0f ns   %.2fx floor\n", mandated_ns, mandated_ns / floor_ns);
+        printf("                      peltd, steady state      %7.0f ns   %.2fx floor, %.2fx the mandated reads\n", peltd_ns,
+               peltd_ns / floor_ns, peltd_ns / mandated_ns);
 
         cleanup();
 
