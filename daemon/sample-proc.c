@@ -162,11 +162,11 @@ static bool out_of_fds(int k) {
         return k == -EMFILE || k == -ENFILE;
 }
 
-static void warn_out_of_fds(ProcSampler *s, pid_t tid) {
+static void warn_out_of_fds(ProcSampler *s) {
         s->emfile_seen = true;
         if (s->warned_emfile)
                 return;
-        log_warning("Out of file descriptors: thread %d (and maybe others) not read this round.", (int) tid);
+        log_warning("Out of file descriptors: some threads are not read (or not found) until some are free again.");
         s->warned_emfile = true;
 }
 
@@ -598,7 +598,7 @@ static int discover(ProcSampler *s, pid_t pid, pid_t tid) {
             (k = read_stat(s, t, t->comm, &t->nice, &t->starttime, &t->cpu)) < 0) {
                 /* Gone between readdir and open (or unreadable): it never was. Out of fds: a later scan finds it. */
                 if (out_of_fds(k))
-                        warn_out_of_fds(s, tid);
+                        warn_out_of_fds(s);
                 else
                         log_debug_errno(k, "Thread %d of %d vanished before its first sample, ignoring: %m", (int) tid, (int) pid);
                 thread_close(s, t);
@@ -643,6 +643,10 @@ static int rescan(ProcSampler *s) {
         int k;
 
         k = rootdir_opendir(s->proc, ".", &d);
+        if (out_of_fds(k)) {
+                warn_out_of_fds(s); /* still needed: tried again next round */
+                return 0;
+        }
         if (k < 0)
                 return k;
         s->rescan_gen++;
@@ -789,7 +793,7 @@ static void sample_thread(ProcSampler *s, ProcThread *t) {
                 if (k == -EINVAL)
                         log_debug("Thread %d: schedstat does not parse, skipping this round.", (int) t->tid);
                 else if (out_of_fds(k))
-                        warn_out_of_fds(s, t->tid);
+                        warn_out_of_fds(s);
                 else
                         mark_gone(s, t);
                 t->moved = false;
@@ -815,7 +819,7 @@ static void sample_thread(ProcSampler *s, ProcThread *t) {
                 return;
         }
         if (out_of_fds(k)) {
-                warn_out_of_fds(s, t->tid);
+                warn_out_of_fds(s);
                 return;
         }
         if (k < 0 || starttime != t->starttime) {

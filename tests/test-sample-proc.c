@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* sample-proc.c: the parsers, and the sampler on a fixture /proc with its races. */
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <stddef.h>
 #include <cmocka.h>
 
@@ -252,6 +255,76 @@ static void test_fd_shortage_and_pid_reuse(_unused_ void **state) {
         fx_close(&f);
 }
 
+/*
+ * Descriptors the caller reserves are left to it (and given back when the reserve grows); when the
+ * process is out of descriptors, threads are not read that round but are not taken for gone.
+ */
+static int emfile_child(Fx *f) {
+        int fd, spare[64], n_spare = 0, r = 0;
+
+        /* No fds to keep (the limit is below the sampler's reserve): every read opens its file. */
+        if (proc_sampler_round(f->s) < 0 || proc_sampler_n_threads(f->s) != 3 || proc_sampler_n_kept_fds(f->s) != 0)
+                return 10;
+        /* Use up every descriptor the limit leaves. */
+        while (n_spare < 64 && (fd = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0)
+                spare[n_spare++] = fd;
+        if (n_spare == 64 || errno != EMFILE || n_spare < 2)
+                r = 12;
+        for (int k = 0; !r && k < 3; k++)
+                if (proc_sampler_round(f->s) < 0 || proc_sampler_n_threads(f->s) != 3)
+                        r = 13;
+        if (!r && proc_sampler_n_read(f->s) != 3)
+                r = 14;
+        /* Descriptors again: the next round reads them. */
+        while (n_spare > 0)
+                close(spare[--n_spare]);
+        fx_write(f->dir, "100/task/101/schedstat", "7000000 100000 52\n");
+        if (!r && (proc_sampler_round(f->s) < 0 || proc_sampler_n_threads(f->s) != 3))
+                r = 15;
+        if (!r && (thread(f, 101)->run_ns != 7000000 || thread(f, 101)->state != PROC_THREAD_LIVE))
+                r = 16;
+        return r;
+}
+
+static void test_fd_reserve_and_emfile(_unused_ void **state) {
+        Fx f = {};
+        pid_t pid;
+        int status;
+
+        /* Six it may keep, four reserved: two left (schedstat of two threads; stat only below half). */
+        fx_open(&f, 6);
+        proc_sampler_reserve_fds(f.s, 4);
+        assert_int_equal(proc_sampler_round(f.s), 0);
+        assert_int_equal(proc_sampler_n_threads(f.s), 3);
+        assert_int_equal(proc_sampler_n_kept_fds(f.s), 2);
+        /* The reserve grows: one is given back at the next round, the thread read by path. */
+        proc_sampler_reserve_fds(f.s, 5);
+        fx_write(f.dir, "100/task/101/schedstat", "6000000 100000 51\n");
+        assert_int_equal(proc_sampler_round(f.s), 0);
+        assert_int_equal(proc_sampler_n_kept_fds(f.s), 1);
+        assert_int_equal(proc_sampler_n_threads(f.s), 3);
+        assert_int_equal(thread(&f, 101)->run_ns, 6000000);
+        fx_close(&f);
+
+        /* In a child with a small RLIMIT_NOFILE. */
+        pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct rlimit rl = { 64, 64 };
+                int r;
+
+                if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+                        _exit(2);
+                fx_open(&f, 0);
+                r = emfile_child(&f);
+                fx_close(&f);
+                _exit(r);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                fail_msg("out-of-descriptors check failed: status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
 /* Every thread's stat is read again once in ten rounds (renice), a tenth of them each round. */
 static void test_stat_every_tenth(_unused_ void **state) {
         Fx f = {};
@@ -281,6 +354,7 @@ int main(void) {
                 cmocka_unit_test(test_discovery),
                 cmocka_unit_test(test_exit_and_garbled),
                 cmocka_unit_test(test_fd_shortage_and_pid_reuse),
+                cmocka_unit_test(test_fd_reserve_and_emfile),
                 cmocka_unit_test(test_stat_every_tenth),
         };
 
