@@ -574,7 +574,7 @@ int main(int argc, char *argv[]) {
         printf("per thread-sample     floor (pread kept fds)   %7.0f ns   (every 100 ms, in the same seconds as peltd)\n", floor_ns);
         printf("                      every thread read        %7.0f ns   %.2fx floor (schedstat, a tenth of stat, every tasks file)\n",
                mandated_ns, mandated_ns / floor_ns);
-        printf("                      peltd, steady state      %7.0f ns   %.2fx floor (target <= 1.5x), %.2fx the mandated reads\n",
+        printf("                      peltd, steady state      %7.0f ns   %.2fx floor (target <= 1.5x), %.2fx the every-thread reads\n",
                peltd_ns, peltd_ns / floor_ns, peltd_ns / mandated_ns);
         printf("                      peltd, whole 6 s run     %7.0f ns   %.2fx floor (start-up and JSON output included)\n", whole_ns,
                whole_ns / floor_ns);
@@ -613,7 +613,7 @@ int main(int argc, char *argv[]) {
         printf("\nsleepers sharing their group with a busy thread (every thread read each round; no target)\n");
         printf("per thread-sample     floor                    %7.0f ns\n", floor_ns);
         printf("                      every thread read        %7.0f ns   %.2fx floor\n", mandated_ns, mandated_ns / floor_ns);
-        printf("                      peltd, steady state      %7.0f ns   %.2fx floor, %.2fx the mandated reads\n", peltd_ns,
+        printf("                      peltd, steady state      %7.0f ns   %.2fx floor, %.2fx the every-thread reads\n", peltd_ns,
                peltd_ns / floor_ns, peltd_ns / mandated_ns);
 
         cleanup();
