@@ -363,6 +363,25 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
         floor_close(&f);
 }
 
+/* peltd with argv, its stdout (and stderr when quiet) on /dev/null; dies with this process. */
+static pid_t spawn_peltd(char *const argv[], bool quiet) {
+        pid_t pid = fork();
+
+        if (pid < 0)
+                bench_die("fork: %s", strerror(errno));
+        if (pid == 0) {
+                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+                prctl(PR_SET_PDEATHSIG, SIGTERM);
+                dup2(null, STDOUT_FILENO);
+                if (quiet)
+                        dup2(null, STDERR_FILENO);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        return pid;
+}
+
 /* CPU time of every thread of a process, from their schedstat (ns). */
 static uint64_t process_run_ns(pid_t pid) {
         char path[64];
@@ -416,18 +435,7 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
         if (mkdir(state, 0700) < 0)
                 bench_die("mkdir %s: %s", state, strerror(errno));
 
-        pid = fork();
-        if (pid < 0)
-                bench_die("fork: %s", strerror(errno));
-        if (pid == 0) {
-                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-                prctl(PR_SET_PDEATHSIG, SIGTERM);
-                dup2(null, STDOUT_FILENO);
-                dup2(null, STDERR_FILENO);
-                execl(peltd, peltd, "--config", conf, (char *) NULL);
-                _exit(127);
-        }
+        pid = spawn_peltd((char *[]){ (char *) peltd, "--config", conf, NULL }, true);
         children = realloc(children, (n_children + 1) * sizeof *children);
         children[n_children++] = pid;
 
@@ -488,17 +496,7 @@ static void once_steady(const char *peltd, const char *conf, size_t threads, dou
 
         floor_open(&f);
         floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
-        pid = fork();
-        if (pid < 0)
-                bench_die("fork: %s", strerror(errno));
-        if (pid == 0) {
-                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-                prctl(PR_SET_PDEATHSIG, SIGTERM);
-                dup2(null, STDOUT_FILENO);
-                execv(peltd, pargv);
-                _exit(127);
-        }
+        pid = spawn_peltd(pargv, false);
         start = bench_now_ns();
         sleep_until(start + 2000ULL * 1000 * 1000);
         run0 = process_run_ns(pid);

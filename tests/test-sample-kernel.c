@@ -458,6 +458,29 @@ static void *quiet_sleeper(void *arg) {
         return NULL;
 }
 
+/* The threads of process pid other than its main one (up to max of them); returns how many there are. */
+static size_t process_threads(pid_t pid, pid_t *tids, size_t max) {
+        char path[64];
+        DIR *d;
+        struct dirent *de;
+        size_t n = 0;
+
+        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        d = opendir(path);
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                pid_t tid = atoi(de->d_name);
+
+                if (tid <= 0 || tid == pid)
+                        continue;
+                if (n < max)
+                        tids[n] = tid;
+                n++;
+        }
+        closedir(d);
+        return n;
+}
+
 static pid_t quiet_process(int wake[QUIET_THREADS][2], pid_t tids[QUIET_THREADS]) {
         char group[128];
         pid_t pid;
@@ -479,39 +502,10 @@ static pid_t quiet_process(int wake[QUIET_THREADS][2], pid_t tids[QUIET_THREADS]
         }
         workers[n_workers++] = pid;
 
-        /* Its threads, in the order they were made (TIDs ascend), once they all exist. */
-        for (int tries = 0;; tries++) {
-                char path[64];
-                DIR *d;
-                struct dirent *de;
-                size_t n = 0;
-
+        /* Its threads but the main one, once they all exist. */
+        for (int tries = 0; process_threads(pid, tids, QUIET_THREADS) != QUIET_THREADS; tries++) {
                 assert_true(tries < 200);
                 usleep(10 * 1000);
-                snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
-                d = opendir(path);
-                assert_non_null(d);
-                while ((de = readdir(d)))
-                        n += de->d_name[0] >= '1' && de->d_name[0] <= '9';
-                closedir(d);
-                if (n == QUIET_THREADS + 1)
-                        break;
-        }
-        for (int i = 0; i < QUIET_THREADS; i++)
-                tids[i] = 0;
-        {
-                char path[64];
-                DIR *d;
-                struct dirent *de;
-                size_t n = 0;
-
-                snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
-                d = opendir(path);
-                while ((de = readdir(d)))
-                        if (de->d_name[0] >= '1' && de->d_name[0] <= '9' && atoi(de->d_name) != pid && n < QUIET_THREADS)
-                                tids[n++] = atoi(de->d_name);
-                closedir(d);
-                assert_int_equal(n, QUIET_THREADS);
         }
         return pid;
 }
