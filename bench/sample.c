@@ -7,7 +7,8 @@
  *      `peltd --once 6 --interval 100`; its CPU time from its 2nd to its 6th second (40 rounds,
  *      start-up and output left out), per thread and round. Target: at most 1.5x the floor.
  *      Peak RSS (`--once 2` and `--once 6`): at most 16 MiB. Then (1', printed, no target) the
- *      same with a busy thread in the sleepers' group, where no thread of it can be left unread.
+ *      same with a busy thread (another process) in the sleepers' group, whose usage counter then
+ *      moves every round: the sleepers are left unread by their process's CPU clock alone.
  *   2. Defaults: the same 2,000 threads; the daemon (`peltd --config`, default rates: group rounds
  *      every 100 ms, task rounds every 1000 ms; dry run, managing the private subtree) for 10 s
  *      after its start-up, its CPU time from its threads' schedstat; in the same seconds the floor
@@ -311,7 +312,7 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
         group_ns = config->sample_interval_usec * 1000;
         task_every = config->task_sample_interval_usec / config->sample_interval_usec;
         if (sampling_new(proc, fs, config,
-                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .capacity = capacity, .n_capacity = 2 }, &s) < 0)
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity, .n_capacity = 2 }, &s) < 0)
                 bench_die("sampling_new");
 
         /*
@@ -603,12 +604,12 @@ int main(int argc, char *argv[]) {
 
         /*
          * 1'. The sleepers' group is never idle once a busy thread shares it: its usage counter moves
-         * every round and every thread of it is read. No target; printed so the cost is known.
+         * every round, and only their process's CPU clock tells that they did not run. No target.
          */
         spawn_busy(group);
         threads = count_threads();
         once_steady(argv[1], conf, threads, &floor_ns, &mandated_ns, &peltd_ns, &r6);
-        printf("\nsleepers sharing their group with a busy thread (every thread read each round; no target)\n");
+        printf("\nsleepers sharing their group with a busy thread of another process (no target)\n");
         printf("per thread-sample     floor                    %7.0f ns\n", floor_ns);
         printf("                      every thread read        %7.0f ns   %.2fx floor\n", mandated_ns, mandated_ns / floor_ns);
         printf("                      peltd, steady state      %7.0f ns   %.2fx floor, %.2fx the every-thread reads\n", peltd_ns,

@@ -882,7 +882,7 @@ int manager_new(const Args *args, Manager **ret) {
 
         m->task_tracking = want_task_tracking(m);
         r = sampling_new(m->proc, m->fs, m->config,
-                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .capacity = m->capacity,
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = m->capacity,
                                              .n_capacity = capacity_entries(m) },
                          &m->sampling);
         if (r < 0)

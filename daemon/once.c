@@ -189,7 +189,7 @@ int cmd_once(const Args *args) {
 
         /* --once samples every thread, whatever TaskTracking= says. */
         r = sampling_new(proc, fs, config,
-                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .capacity = capacity, .n_capacity = n_cpus },
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity, .n_capacity = n_cpus },
                          &s);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up sampling: %m");

@@ -95,6 +95,12 @@ static int tidmap_put(TidMap *m, pid_t tid, uint32_t value) {
         return 0;
 }
 
+static void tidmap_clear(TidMap *m) {
+        if (m->keys)
+                memset(m->keys, 0, (m->mask + 1) * sizeof *m->keys);
+        m->n = 0;
+}
+
 static void tidmap_remove(TidMap *m, pid_t tid) {
         size_t h, j;
 
@@ -118,6 +124,12 @@ static void tidmap_remove(TidMap *m, pid_t tid) {
 }
 
 /* ---- the sampler ------------------------------------------------------------------------------ */
+
+typedef struct ProcessClock {
+        uint64_t ns;                 /* the process's CPU time: all its threads, living and exited */
+        uint64_t at_ns;              /* when it was read (the sampler's clock, just before) */
+        bool ok;
+} ProcessClock;
 
 struct ProcSampler {
         RootDir *proc;
@@ -145,6 +157,12 @@ struct ProcSampler {
         bool warned_fds;
 
         int stat_fd;                 /* /proc/stat */
+
+        /* Process CPU clocks, each read once a round: pid -> index in clocks[]. */
+        bool process_clocks;
+        TidMap clock_map;
+        ProcessClock *clocks;
+        size_t n_clocks, allocated_clocks;
         uint64_t (*clock)(void *userdata);
         void *clock_userdata;
 };
@@ -242,6 +260,7 @@ int proc_sampler_new(RootDir *proc, const ProcSamplerOptions *o, ProcSampler **r
         s->need_rescan = true;
         s->clock = o && o->clock ? o->clock : monotonic_ns;
         s->clock_userdata = o ? o->clock_userdata : NULL;
+        s->process_clocks = o && o->process_clocks;
 
         limit = raise_nofile();
         s->max_fds = limit > FD_RESERVE ? limit - FD_RESERVE : 0;
@@ -290,6 +309,9 @@ ProcSampler *proc_sampler_free(ProcSampler *s) {
         free(s->seen);
         free(s->map.keys);
         free(s->map.values);
+        free(s->clock_map.keys);
+        free(s->clock_map.values);
+        free(s->clocks);
         if (s->netlink_fd >= 0)
                 close(s->netlink_fd);
         if (s->stat_fd >= 0)
@@ -754,6 +776,42 @@ static int netlink_drain(ProcSampler *s) {
         }
 }
 
+clockid_t proc_process_clockid(pid_t pid) {
+        /* The kernel's encoding of a process CPU clock (what clock_getcpuclockid(3) returns for another process). */
+        return (clockid_t) ((~(unsigned) pid) << 3) | 2 /* CPUCLOCK_SCHED */;
+}
+
+/*
+ * A process's CPU time, read once a round for all its threads: the kernel sums every thread's
+ * sum_exec_runtime (the run time schedstat shows) and that of its exited threads, so while it
+ * stays the same, none of its threads has run. Any process's clock may be read. NULL: it could not
+ * be read (gone) or no memory; its threads are then read.
+ */
+static const ProcessClock *process_clock(ProcSampler *s, pid_t pid) {
+        ssize_t i = tidmap_get(&s->clock_map, pid);
+        ProcessClock *c;
+        struct timespec ts;
+
+        if (i >= 0)
+                return s->clocks[i].ok ? &s->clocks[i] : NULL;
+        if (s->n_clocks == s->allocated_clocks) {
+                size_t na = s->allocated_clocks ? s->allocated_clocks * 2 : 256;
+                ProcessClock *nc = realloc(s->clocks, na * sizeof *nc);
+
+                if (!nc)
+                        return NULL;
+                s->clocks = nc;
+                s->allocated_clocks = na;
+        }
+        if (tidmap_put(&s->clock_map, pid, (uint32_t) s->n_clocks) < 0)
+                return NULL;
+        c = &s->clocks[s->n_clocks++];
+        c->at_ns = s->clock(s->clock_userdata);
+        c->ok = clock_gettime(proc_process_clockid(pid), &ts) == 0;
+        c->ns = c->ok ? (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec : 0;
+        return c->ok ? c : NULL;
+}
+
 /*
  * Whether a thread known not to have run can stay unread. Outside its stat round, yes. In it, what
  * stat would tell about a thread that did not run is its nice (renice happens while it sleeps) and
@@ -774,17 +832,27 @@ static bool quiet_unchanged(ProcSampler *s, const ProcThread *t) {
 
 static void sample_thread(ProcSampler *s, ProcThread *t) {
         uint64_t run, wait, slices, starttime, sample_ns, quiet_ns = t->quiet_ns;
+        const ProcessClock *pc = NULL;
         char comm[16];
         int nice, cpu, k;
 
+        /* Quiet by its caller's word (its cgroup did not run), or by its process's CPU clock. */
         t->quiet_ns = 0;
-        if (quiet_ns && quiet_unchanged(s, t)) {
+        if (!quiet_ns && s->process_clocks) {
+                pc = process_clock(s, t->pid);
+                if (pc && t->have_proc_clock && pc->ns == t->proc_clock_ns)
+                        quiet_ns = pc->at_ns;
+        }
+        t->unread = quiet_ns && quiet_unchanged(s, t);
+        if (t->unread) {
                 /* Known not to have run: its counters are as they were, as of quiet_ns. */
                 t->moved = false;
                 t->sample_ns = MAX(t->sample_ns, quiet_ns);
                 s->n_quiet++;
                 return;
         }
+        if (!pc && s->process_clocks)
+                pc = process_clock(s, t->pid);
         s->n_read++;
         k = read_schedstat(s, t, &run, &wait, &slices);
         sample_ns = s->clock(s->clock_userdata);
@@ -807,6 +875,9 @@ static void sample_thread(ProcSampler *s, ProcThread *t) {
 
         t->moved = run != t->run_ns || wait != t->wait_ns || slices != t->slices;
         t->sample_ns = sample_ns;
+        /* Its process's clock as read before this read: while it stays, the thread has not run. */
+        t->have_proc_clock = pc != NULL;
+        t->proc_clock_ns = pc ? pc->ns : 0;
         t->run_ns = run;
         t->wait_ns = wait;
         t->slices = slices;
@@ -873,6 +944,8 @@ int proc_sampler_round(ProcSampler *s) {
         }
         s->round++;
         s->n_read = s->n_quiet = 0;
+        tidmap_clear(&s->clock_map);
+        s->n_clocks = 0;
         if (!s->emfile_seen)
                 s->warned_emfile = false; /* the last episode is over */
         s->emfile_seen = false;

@@ -101,6 +101,7 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
         {
                 ProcSamplerOptions po = {
                         .netlink = o->task_tracking && o->netlink,
+                        .process_clocks = o->process_clocks,
                         .rescan_rounds = o->rescan_rounds,
                         .max_fds = o->max_fds,
                         .clock = o->clock,

@@ -9,8 +9,8 @@
  *     its own usage counter;
  *   - libpeltd's sampling in this process: a worker started mid-run is found through the proc
  *     connector (no rescan), one that moves from a to b is seen in b, one that exits leaves;
- *   - threads of a group whose usage counter did not move are left unread, and read again when
- *     it moves; a sleeping thread's renice is still seen;
+ *   - threads of a group whose usage counter did not move, or of a process whose CPU clock did
+ *     not, are left unread, and read again when it moves; a sleeping thread's renice is seen;
  *   - a reused TID, in a PID namespace of its own: the old thread's kept fd says ESRCH, the new
  *     thread is a new one.
  */
@@ -381,7 +381,7 @@ static void test_sampling_events(_unused_ void **state) {
         assert_int_equal(rootdir_open("/proc", &proc), 0);
         /* No rescan during the test: new threads must come from the connector. */
         assert_int_equal(sampling_new(proc, fs, config,
-                                      &(SamplingOptions){ .task_tracking = true, .netlink = true, .rescan_rounds = 100000,
+                                      &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .rescan_rounds = 100000,
                                                           .capacity = caps, .n_capacity = 2 },
                                       &s),
                          0);
@@ -520,88 +520,121 @@ static const SampledThread *find_thread(Sampling *s, pid_t tid) {
         return NULL;
 }
 
+/* How many of the threads (tids, and the process's main thread pid) were left unread in the last round. */
+static unsigned n_unread(ProcSampler *ps, pid_t pid, const pid_t *tids, size_t n) {
+        unsigned u = 0;
+
+        for (size_t i = 0; i <= n; i++) {
+                ssize_t k = proc_sampler_find(ps, i < n ? tids[i] : pid);
+
+                assert_true(k >= 0);
+                u += proc_sampler_slot(ps, (size_t) k)->unread;
+        }
+        return u;
+}
+
+static Sampling *quiet_sampling(RootDir *proc, CgroupFs *fs, Config *config, bool process_clocks) {
+        static const unsigned caps[2] = { 1024, 1024 };
+        Sampling *s = NULL;
+
+        assert_int_equal(sampling_new(proc, fs, config,
+                                      &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = process_clocks,
+                                                          .capacity = caps, .n_capacity = 2 },
+                                      &s),
+                         0);
+        assert_true(proc_sampler_netlink_active(sampling_proc_sampler(s)));
+        return s;
+}
+
+/* A round 50 ms after the last; returns how many of the sleeper's threads were left unread. */
+static unsigned quiet_round(Sampling *s, pid_t sleeper, const pid_t *tids) {
+        usleep(50 * 1000);
+        assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
+        return n_unread(sampling_proc_sampler(s), sleeper, tids, QUIET_THREADS);
+}
+
 static void test_quiet_threads(_unused_ void **state) {
         _cleanup_config_ Config *config = NULL;
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         _cleanup_rootdir_ RootDir *proc = NULL;
-        _cleanup_sampling_ Sampling *s = NULL;
-        static const unsigned caps[2] = { 1024, 1024 };
+        Sampling *s;
         int wake[QUIET_THREADS][2];
-        pid_t tids[QUIET_THREADS], busy;
+        pid_t tids[QUIET_THREADS], sleeper, busy, neighbour;
         ProcSampler *ps;
         const SampledThread *t;
-        unsigned all_quiet = 0, none_quiet = 0, max_util = 0;
+        clockid_t id;
+        unsigned all = 0, none = 0, neighbour_read = 0, max_util = 0;
 
         for (int i = 0; i < QUIET_THREADS; i++)
                 assert_int_equal(pipe2(wake[i], O_CLOEXEC), 0);
         busy = worker("b", 3.1, 0.3, 0);
-        (void) quiet_process(wake, tids);
+        sleeper = quiet_process(wake, tids);
         for (int i = 0; i < QUIET_THREADS; i++)
                 close(wake[i][0]);
+        /* The process clock id is the one the C library hands out for another process. */
+        assert_int_equal(clock_getcpuclockid(sleeper, &id), 0);
+        assert_int_equal(id, proc_process_clockid(sleeper));
 
         assert_int_equal(config_new_default(&config), 0);
         free(config->cgroup_root);
         config->cgroup_root = strdup(top);
         assert_int_equal(cgroup_fs_open_system(&fs), 0);
         assert_int_equal(rootdir_open("/proc", &proc), 0);
-        assert_int_equal(sampling_new(proc, fs, config,
-                                      &(SamplingOptions){ .task_tracking = true, .netlink = true, .capacity = caps, .n_capacity = 2 },
-                                      &s),
-                         0);
-        ps = sampling_proc_sampler(s);
-        assert_true(proc_sampler_netlink_active(ps));
 
-        /* Settle, then ten rounds with a asleep: all of its threads quiet, in (nearly) every one. */
+        /* The cgroup's counter alone (no process clocks): a asleep, all its threads unread. */
+        s = quiet_sampling(proc, fs, config, false);
+        for (int k = 0; k < 13; k++)
+                all += quiet_round(s, sleeper, tids) == QUIET_THREADS + 1 && k >= 3;
+        printf("# a asleep, by its cgroup: all %d threads unread in %u of 10 rounds\n", QUIET_THREADS + 1, all);
+        assert_true(all >= 9);
+        sampling_free(s);
+
+        /* A busy neighbour in a: its counter moves; the sleeper's threads stay unread by their process clock. */
+        neighbour = worker("a", 2.3, 0.3, 0);
+        s = quiet_sampling(proc, fs, config, true);
+        ps = sampling_proc_sampler(s);
+        all = 0;
         for (int k = 0; k < 13; k++) {
-                usleep(50 * 1000);
-                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
-                if (k >= 3)
-                        all_quiet += proc_sampler_n_quiet(ps) == QUIET_THREADS + 1;
+                all += quiet_round(s, sleeper, tids) == QUIET_THREADS + 1 && k >= 3;
+                neighbour_read += k >= 3 && !proc_sampler_slot(ps, (size_t) proc_sampler_find(ps, neighbour))->unread;
         }
-        printf("# a asleep: all %d of its threads quiet in %u of 10 rounds\n", QUIET_THREADS + 1, all_quiet);
-        assert_true(all_quiet >= 9);
+        printf("# a busy, by process clocks: all %d unread in %u of 10 rounds, the busy one read in %u\n", QUIET_THREADS + 1, all,
+               neighbour_read);
+        assert_true(all >= 9);
+        assert_true(neighbour_read >= 9);
 
         /* A sleeping thread reniced: seen within ten task rounds, without it running. */
         assert_int_equal(setpriority(PRIO_PROCESS, (id_t) tids[3], 7), 0);
-        for (int k = 0; k < 11; k++) {
-                usleep(50 * 1000);
-                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
-        }
+        for (int k = 0; k < 11; k++)
+                (void) quiet_round(s, sleeper, tids);
         t = find_thread(s, tids[3]);
         assert_non_null(t);
         assert_int_equal(t->nice, 7);
 
-        /* One of them runs for 300 ms: a's threads are read while it does, it shows, then quiet again. */
+        /* One of them runs for 300 ms: its process's threads are read while it does, and it shows. */
         assert_int_equal(write(wake[5][1], "x", 1), 1);
         for (int k = 0; k < 6; k++) {
-                usleep(50 * 1000);
-                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
-                none_quiet += proc_sampler_n_quiet(ps) == 0;
+                none += quiet_round(s, sleeper, tids) == 0;
                 t = find_thread(s, tids[5]);
                 assert_non_null(t);
                 max_util = MAX(max_util, (unsigned) t->v.util_avg);
         }
-        printf("# one of a's threads running: none quiet in %u of 6 rounds, its util up to %u\n", none_quiet, max_util);
-        assert_true(none_quiet >= 3);
+        printf("# one of them running: none unread in %u of 6 rounds, its util up to %u\n", none, max_util);
+        assert_true(none >= 3);
         assert_true(max_util > 500);
-        /* Once it has had its 300 ms of CPU time (later in a slow guest), a is quiet again, and stays so. */
-        for (int k = 0; proc_sampler_n_quiet(ps) != QUIET_THREADS + 1; k++) {
+        /* Once it has had its 300 ms of CPU time (later in a slow guest), they are unread again, and stay so. */
+        for (int k = 0; quiet_round(s, sleeper, tids) != QUIET_THREADS + 1; k++)
                 assert_true(k < 60);
-                usleep(50 * 1000);
-                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
-        }
-        all_quiet = 0;
-        for (int k = 0; k < 5; k++) {
-                usleep(50 * 1000);
-                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
-                all_quiet += proc_sampler_n_quiet(ps) == QUIET_THREADS + 1;
-        }
-        assert_true(all_quiet >= 4);
+        all = 0;
+        for (int k = 0; k < 5; k++)
+                all += quiet_round(s, sleeper, tids) == QUIET_THREADS + 1;
+        assert_true(all >= 4);
         /* b's worker was read all along. */
         t = find_thread(s, busy);
         assert_non_null(t);
         assert_true(t->v.util_avg > 100);
 
+        sampling_free(s);
         for (int i = 0; i < QUIET_THREADS; i++)
                 close(wake[i][1]);
 }

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
@@ -18,9 +19,11 @@
  *   - /proc/PID/task/TID/stat (comm, nice, last CPU, start time) costs over twice as much: it is
  *     read at discovery, for threads whose schedstat moved (they may have changed CPU), and for
  *     every thread once every ten rounds (renice happens), a tenth of the threads each round;
- *   - a thread its caller knows to be idle (it sets quiet_ns: its cgroup's usage counter has not
- *     moved since the thread was last read, so nothing in that cgroup ran) is not read that round:
- *     its counters stay, stamped as of quiet_ns. In its stat round only its nice is checked, with
+ *   - a thread known to be idle is not read that round: its counters stay, stamped as of when that
+ *     was known. Its caller may know (it sets quiet_ns: the thread's cgroup's usage counter has
+ *     not moved since the thread was last read, so nothing in that cgroup ran); with
+ *     process_clocks, so does its process's CPU clock (read once a round a process: the sum of
+ *     its threads' run time) when it has not moved since the thread was last read. In its stat round only its nice is checked, with
  *     getpriority() (comm changes come from the connector); without the connector, or when the
  *     nice changed, it is read in full;
  *   - new threads come from the netlink proc connector (fork, exec, exit, comm); on ENOBUFS, and
@@ -62,12 +65,20 @@ typedef struct ProcThread {
          * read, as of this CLOCK_MONOTONIC time. Cleared by the round.
          */
         uint64_t quiet_ns;
+        bool unread;                 /* left unread in the last round: known not to have run */
+        bool have_proc_clock;
+        uint64_t proc_clock_ns;      /* its process's CPU clock, read before its last read */
         uint8_t stat_slot;           /* stat is re-read in rounds where round % 10 == stat_slot */
         char comm[16];
 } ProcThread;
 
 typedef struct ProcSamplerOptions {
         bool netlink;                /* listen to the proc connector (needs CAP_NET_ADMIN) */
+        /*
+         * Threads whose process's CPU clock has not moved since they were last read are left
+         * unread. The live /proc only: the clocks are those of this system's processes.
+         */
+        bool process_clocks;
         unsigned rescan_rounds;      /* with the connector, rescan every this many rounds (0: 60) */
         size_t max_fds;              /* descriptors it may keep open; 0: as RLIMIT_NOFILE allows */
         /* The time each read is stamped with; NULL: CLOCK_MONOTONIC. Tests on fixtures set their own. */
@@ -105,6 +116,8 @@ bool proc_sampler_netlink_active(const ProcSampler *s);
 /* Descriptors kept open, and threads whose schedstat is read with open/read/close for want of them. */
 size_t proc_sampler_n_kept_fds(const ProcSampler *s);
 size_t proc_sampler_n_fallback(const ProcSampler *s);
+/* The CPU-time clock of process pid (as clock_getcpuclockid(3) gives it), for clock_gettime(2). */
+clockid_t proc_process_clockid(pid_t pid);
 /* Threads whose schedstat was read, and those left unread as quiet, in the last round. */
 size_t proc_sampler_n_read(const ProcSampler *s);
 size_t proc_sampler_n_quiet(const ProcSampler *s);

@@ -25,6 +25,7 @@
 typedef struct SamplingOptions {
         bool task_tracking;          /* sample threads at all (TaskTracking=, 011) */
         bool netlink;                /* new threads from the proc connector */
+        bool process_clocks;         /* threads whose process's CPU clock stood still are not read (live /proc) */
         unsigned rescan_rounds;      /* 0: the proc sampler's default */
         size_t max_fds;              /* 0: as RLIMIT_NOFILE allows */
         const unsigned *capacity;    /* per CPU; NULL: every CPU 1024 */
