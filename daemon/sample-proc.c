@@ -245,6 +245,26 @@ static int netlink_open(void) {
         return TAKE_FD(fd);
 }
 
+/*
+ * Whether the PIDs under proc are this process's own (its PID namespace): a process CPU clock is
+ * named by a PID as this process sees it. /proc/self there names this process by getpid().
+ */
+static bool proc_is_ours(RootDir *proc) {
+        _cleanup_free_ char *stat = NULL;
+        char *end;
+        long pid;
+
+        if (rootdir_read_string(proc, "self/stat", &stat) < 0)
+                return false;
+        errno = 0;
+        pid = strtol(stat, &end, 10);
+        if (errno != 0 || end == stat || pid != (long) getpid()) {
+                log_debug("The /proc given is not of this process's PID namespace: no process clocks, every thread is read.");
+                return false;
+        }
+        return true;
+}
+
 int proc_sampler_new(RootDir *proc, const ProcSamplerOptions *o, ProcSampler **ret) {
         _cleanup_proc_sampler_ ProcSampler *s = NULL;
         size_t limit;
@@ -260,7 +280,7 @@ int proc_sampler_new(RootDir *proc, const ProcSamplerOptions *o, ProcSampler **r
         s->need_rescan = true;
         s->clock = o && o->clock ? o->clock : monotonic_ns;
         s->clock_userdata = o ? o->clock_userdata : NULL;
-        s->process_clocks = o && o->process_clocks;
+        s->process_clocks = o && o->process_clocks && proc_is_ours(proc);
 
         limit = raise_nofile();
         s->max_fds = limit > FD_RESERVE ? limit - FD_RESERVE : 0;
@@ -1002,6 +1022,10 @@ size_t proc_sampler_n_kept_fds(const ProcSampler *s) {
 
 size_t proc_sampler_n_fallback(const ProcSampler *s) {
         return s->n_fallback;
+}
+
+bool proc_sampler_process_clocks(const ProcSampler *s) {
+        return s->process_clocks;
 }
 
 size_t proc_sampler_n_read(const ProcSampler *s) {

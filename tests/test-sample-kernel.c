@@ -665,8 +665,20 @@ static int pid_reuse_child(void) {
         /* PID 1 of the new namespace: its own /proc, mounted privately. */
         if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || !mkdtemp(dir) || mount("proc", dir, "proc", 0, NULL) < 0)
                 return 10;
-        if (rootdir_open(dir, &proc) < 0 || proc_sampler_new(proc, &(ProcSamplerOptions){}, &s) < 0)
+        if (rootdir_open(dir, &proc) < 0 || proc_sampler_new(proc, &(ProcSamplerOptions){ .process_clocks = true }, &s) < 0)
                 return 11;
+        /* Process clocks name PIDs as this process sees them: with this namespace's /proc, yes; the host's, no. */
+        if (!proc_sampler_process_clocks(s))
+                return 21;
+        {
+                _cleanup_rootdir_ RootDir *host = NULL;
+                _cleanup_proc_sampler_ ProcSampler *hs = NULL;
+
+                if (rootdir_open("/proc", &host) < 0 || proc_sampler_new(host, &(ProcSamplerOptions){ .process_clocks = true }, &hs) < 0)
+                        return 22;
+                if (proc_sampler_process_clocks(hs))
+                        return 23;
+        }
 
         /* A thread that waits: found by the first round with its files kept open. */
         if (pipe(p) < 0 || pthread_create(&t, NULL, waiting_thread, &p[0]) != 0)

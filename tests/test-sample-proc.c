@@ -90,8 +90,10 @@ static void fx_open(Fx *f, size_t max_fds) {
         f->dir = fx_copy("proc");
         assert_int_equal(rootdir_open(f->dir, &f->root), 0);
         /* No connector on a fixture: rescans every round. */
-        assert_int_equal(proc_sampler_new(f->root, &(ProcSamplerOptions){ .max_fds = max_fds }, &f->s), 0);
+        assert_int_equal(proc_sampler_new(f->root, &(ProcSamplerOptions){ .max_fds = max_fds, .process_clocks = true }, &f->s), 0);
         assert_false(proc_sampler_netlink_active(f->s));
+        /* A fixture /proc is not this process's: no process clocks, whatever was asked. */
+        assert_false(proc_sampler_process_clocks(f->s));
 }
 
 static void fx_close(Fx *f) {

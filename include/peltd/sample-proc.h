@@ -116,6 +116,8 @@ bool proc_sampler_netlink_active(const ProcSampler *s);
 /* Descriptors kept open, and threads whose schedstat is read with open/read/close for want of them. */
 size_t proc_sampler_n_kept_fds(const ProcSampler *s);
 size_t proc_sampler_n_fallback(const ProcSampler *s);
+/* Whether process clocks are in use (asked for, and the /proc given is of this PID namespace). */
+bool proc_sampler_process_clocks(const ProcSampler *s);
 /* The CPU-time clock of process pid (as clock_getcpuclockid(3) gives it), for clock_gettime(2). */
 clockid_t proc_process_clockid(pid_t pid);
 /* Threads whose schedstat was read, and those left unread as quiet, in the last round. */
