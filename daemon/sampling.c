@@ -330,19 +330,12 @@ static void threads_mark_quiet(Sampling *s) {
         }
 }
 
-/* Threads read this round remember their group's usage as read before them. */
-static void threads_note_reads(Sampling *s) {
-        for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++) {
-                ProcThread *p = proc_sampler_slot(s->procs, i);
-                ThreadData *d = &s->threads[i];
-                CgroupGroup *g;
+/* A thread read (or known unchanged) this round remembers its group's usage as read before it. */
+static void note_read(const Sampling *s, ThreadData *d) {
+        CgroupGroup *g = member_counted(s, d);
 
-                if (p->state != PROC_THREAD_LIVE && p->state != PROC_THREAD_NEW)
-                        continue;
-                g = member_counted(s, d);
-                d->read_group_id = g ? ((GroupData *) g->userdata)->id : 0;
-                d->read_usage_ns = g ? g->usage_ns : 0;
-        }
+        d->read_group_id = g ? ((GroupData *) g->userdata)->id : 0;
+        d->read_usage_ns = g ? g->usage_ns : 0;
 }
 
 static TrackGroup *target_group(Sampling *s, const ThreadData *d) {
@@ -432,6 +425,7 @@ static void threads_update(Sampling *s) {
                 case PROC_THREAD_LIVE:
                         break;
                 }
+                note_read(s, d);
 
                 ts = (TrackThreadSample){
                         .run_ns = p->run_ns,
@@ -561,7 +555,6 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
                                 return r;
                         members_resolve(s);
                         threads_update(s);
-                        threads_note_reads(s);
                 }
         }
         groups_lost(s);
