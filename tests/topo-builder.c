@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <assert.h>
 
+#include "peltd/topology-util.h"
 #include "topo-builder.h"
 
 typedef struct Slot {
@@ -43,16 +44,20 @@ Topology *topo_build(const TopoSpec *spec) {
         CpuMask offline, isolated;
         unsigned max_cores = 0, max_threads = 0, n_slots = 0;
         Slot *slots;
-        int next = 0, n_pkg_ids = 0;
+        int next = 0, n_pkg_ids = 0, r;
         int pkg_ids[64];
 
         assert(t);
         cpumask_zero(&offline);
         cpumask_zero(&isolated);
-        if (spec->offline)
-                assert(cpumask_parse_list(spec->offline, &offline) == 0);
-        if (spec->isolated)
-                assert(cpumask_parse_list(spec->isolated, &isolated) == 0);
+        if (spec->offline) {
+                r = cpumask_parse_list(spec->offline, &offline);
+                assert(r == 0);
+        }
+        if (spec->isolated) {
+                r = cpumask_parse_list(spec->isolated, &isolated);
+                assert(r == 0);
+        }
 
         for (size_t k = 0; k < spec->n_clusters; k++) {
                 max_cores = MAX(max_cores, spec->clusters[k].cores);
@@ -102,9 +107,8 @@ Topology *topo_build(const TopoSpec *spec) {
         t->freq_domains = new0(CpuMask, spec->n_clusters);
         t->llc_groups = new0(CpuMask, MAX(spec->n_clusters, (size_t) n_pkg_ids));
         t->smt_groups = new0(CpuMask, n_slots);
-        t->classes = new0(CapacityClass, n_slots);
         assert(t->cpus && t->packages && t->dies && t->numa_nodes && t->clusters && t->freq_domains &&
-               t->llc_groups && t->smt_groups && t->classes);
+               t->llc_groups && t->smt_groups);
 
         for (int i = 0; i < n_pkg_ids; i++) {
                 t->packages[i].id = pkg_ids[i];
@@ -135,7 +139,8 @@ Topology *topo_build(const TopoSpec *spec) {
                 for (int j = 0; j < n_pkg_ids; j++)
                         if (pkg_ids[j] == cs->package)
                                 p = j;
-                assert(cpumask_set(&t->online, sl->cpu) == 0);
+                r = cpumask_set(&t->online, sl->cpu);
+                assert(r == 0);
                 (void) cpumask_set(&t->packages[p].cpus, sl->cpu);
                 (void) cpumask_set(&t->dies[p].cpus, sl->cpu);
                 (void) cpumask_set(&t->numa_nodes[p].cpus, sl->cpu);
@@ -215,30 +220,15 @@ Topology *topo_build(const TopoSpec *spec) {
                 };
         }
 
-        /* Capacity classes: a new class where a capacity exceeds the class's smallest by > 5%. */
+        /* Capacity classes, by the kernel's 5% margin, as topology_load() makes them. */
+        int cpus[CPUMASK_MAX], class_of[CPUMASK_MAX];
         unsigned caps[CPUMASK_MAX];
-        size_t n_caps = 0;
         for (size_t i = 0; i < t->n_cpus; i++) {
-                bool seen = false;
-
-                for (size_t j = 0; j < n_caps; j++)
-                        seen = seen || caps[j] == t->cpus[i].capacity;
-                if (!seen)
-                        caps[n_caps++] = t->cpus[i].capacity;
+                cpus[i] = t->cpus[i].cpu;
+                caps[i] = t->cpus[i].capacity;
         }
-        for (size_t i = 1; i < n_caps; i++)
-                for (size_t j = i; j > 0 && caps[j - 1] > caps[j]; j--) {
-                        unsigned x = caps[j];
-                        caps[j] = caps[j - 1];
-                        caps[j - 1] = x;
-                }
-        for (size_t j = 0; j < n_caps; j++) {
-                if (t->n_classes == 0 || caps[j] * 1024 > t->classes[t->n_classes - 1].capacity * 1078)
-                        t->classes[t->n_classes++].capacity = caps[j];
-                for (size_t i = 0; i < t->n_cpus; i++)
-                        if (t->cpus[i].capacity == caps[j])
-                                (void) cpumask_set(&t->classes[t->n_classes - 1].cpus, t->cpus[i].cpu);
-        }
+        r = capacity_classes_build(cpus, caps, t->n_cpus, &t->classes, &t->n_classes, class_of);
+        assert(r == 0);
         t->asymmetric = t->n_classes > 1;
         t->capacity_source = t->asymmetric ? CAPACITY_FROM_CPU_CAPACITY : CAPACITY_UNIFORM;
         for (size_t i = 0; i < t->n_cpus; i++) {
@@ -247,9 +237,7 @@ Topology *topo_build(const TopoSpec *spec) {
                 t->cpus[i].package_index = (int) index_of(t->packages, t->n_packages, cpu);
                 t->cpus[i].die_index = (int) index_of(t->dies, t->n_dies, cpu);
                 t->cpus[i].cluster_index = t->has_clusters ? (int) index_of(t->clusters, t->n_clusters, cpu) : -1;
-                for (size_t k = 0; k < t->n_classes; k++)
-                        if (cpumask_test(&t->classes[k].cpus, cpu))
-                                t->cpus[i].class_index = (int) k;
+                t->cpus[i].class_index = class_of[i];
         }
 
         free(core_base);
