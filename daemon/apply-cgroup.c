@@ -415,7 +415,6 @@ static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hier
                         const CpuMask *online, int level, CpuMask *ret) {
         const Original *e = originals_find(o, hierarchy, group, "cpuset.cpus");
         _cleanup_free_ char *parent = NULL, *cur = NULL;
-        const char *slash;
         CpuMask m, lim;
         int r;
 
@@ -429,12 +428,11 @@ static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hier
                 m = *online;
         cpumask_and(&m, &m, online);
 
-        slash = strrchr(group, '/');
-        if (!streq(hierarchy, "cpuset") || !slash || streq(group, "/") || level > 64) {
+        if (!streq(hierarchy, "cpuset") || !strchr(group, '/') || streq(group, "/") || level > 64) {
                 *ret = m;
                 return 0;
         }
-        parent = slash == group ? strdup("/") : strndup(group, (size_t) (slash - group));
+        parent = cgroup_parent_path(group);
         if (!parent)
                 return -ENOMEM;
         r = restore_cpus(io, o, hierarchy, parent, online, level + 1, &lim);
@@ -704,16 +702,14 @@ static int add_descendants(const CgroupIO *io, const Originals *o, const char *h
 
 /* v2: every ancestor from the root down to the group's parent must pass the controllers on. */
 static int add_subtree_control(const char *group, Writes *ws, bool cpuset, bool cpu) {
-        _cleanup_free_ char *parent = strdup(group);
-        char *slash;
+        _cleanup_free_ char *parent = NULL;
         int r;
 
+        if (!strchr(group, '/'))
+                return 0;
+        parent = cgroup_parent_path(group); /* "/" for a top-level group */
         if (!parent)
                 return -ENOMEM;
-        slash = strrchr(parent, '/');
-        if (!slash)
-                return 0;
-        *(slash == parent ? slash + 1 : slash) = 0; /* the parent ("/" for a top-level group) */
         if (!streq(parent, "/")) {
                 r = add_subtree_control(parent, ws, cpuset, cpu);
                 if (r < 0)

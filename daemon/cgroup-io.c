@@ -59,7 +59,6 @@ static int io_read(void *userdata, const char *hierarchy, const char *group, con
  */
 static int write_group_file(RootDir *root, bool unified, const char *group, const char *file, const char *value) {
         _cleanup_free_ char *path = cgroup_file_path(group, file), *parent = NULL, *ppath = NULL, *cpus = NULL;
-        const char *slash;
         int r;
 
         if (!path)
@@ -67,10 +66,9 @@ static int write_group_file(RootDir *root, bool unified, const char *group, cons
         r = rootdir_write_string(root, path, value);
         if (r != -ENOSPC || !unified || !streq(file, "cpuset.cpus") || !isempty(value))
                 return r;
-        slash = strrchr(group, '/');
-        if (!slash || streq(group, "/"))
+        if (!strchr(group, '/') || streq(group, "/"))
                 return r;
-        parent = slash == group ? strdup("/") : strndup(group, (size_t) (slash - group));
+        parent = cgroup_parent_path(group);
         if (!parent || !(ppath = cgroup_file_path(parent, "cpuset.cpus.effective")))
                 return -ENOMEM;
         r = rootdir_read_string(root, ppath, &cpus);

@@ -153,6 +153,14 @@ char *cgroup_child_path(const char *group, const char *name) {
         return p;
 }
 
+char *cgroup_parent_path(const char *group) {
+        const char *slash = strrchr(group, '/');
+
+        if (!slash || slash == group)
+                return strdup("/");
+        return strndup(group, (size_t) (slash - group));
+}
+
 int cgroup_parse_tids(const char *s, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ pid_t *v = NULL;
         size_t n = 0, allocated = 0;

@@ -235,14 +235,6 @@ static int read_mask(const RootDir *root, const char *group, const char *file, C
         return 0;
 }
 
-static char *parent_of(const char *path) {
-        const char *slash = strrchr(path, '/');
-
-        if (!slash || slash == path)
-                return strdup("/");
-        return strndup(path, (size_t) (slash - path));
-}
-
 /*
  * v2: a group whose parent does not pass the cpuset controller on has no cpuset files (peltd enables
  * it when it places the group); it runs on the effective set of its nearest ancestor that has one.
@@ -259,7 +251,7 @@ static int read_effective(const RootDir *root, const char *group, const char *fi
                 r = read_mask(root, g, file, ret, ret_empty);
                 if (r != -ENOENT || streq(g, "/"))
                         return r;
-                p = parent_of(g);
+                p = cgroup_parent_path(g);
                 if (!p)
                         return -ENOMEM;
                 free(g);
@@ -270,7 +262,7 @@ static int read_effective(const RootDir *root, const char *group, const char *fi
 /* cpuset.cpus, the parent's (what the group may hold) and cpuset.mems. */
 static void read_group_info(Manager *m, ManagedGroup *g) {
         RootDir *root = cgroup_fs_cpuset_root(m->fs);
-        _cleanup_free_ char *parent = parent_of(g->path);
+        _cleanup_free_ char *parent = cgroup_parent_path(g->path);
         bool v2 = m->fs->mode == CGROUP_MODE_V2, empty;
         CpuMask mems;
         int r;

@@ -60,6 +60,8 @@ const char *cgroup_fs_threads_file(const CgroupFs *fs);
 char *cgroup_file_path(const char *group, const char *file);
 /* "/a" + "b" -> "/a/b"; "/" + "b" -> "/b". */
 char *cgroup_child_path(const char *group, const char *name);
+/* "/a/b" -> "/a"; "/a" -> "/"; "/" (and a path without '/') -> "/". */
+char *cgroup_parent_path(const char *group);
 
 /*
  * Thread ids, one a line (tasks, cgroup.threads, cgroup.procs). Returns -EINVAL on a line that is
