@@ -218,28 +218,19 @@ static ManagedGroup *group_of_path(Manager *m, const char *path) {
         }
 }
 
-static int read_mask(const RootDir *root, const char *group, const char *file, CpuMask *ret, bool *ret_empty) {
-        _cleanup_free_ char *path = cgroup_file_path(group, file), *s = NULL;
-        int r;
+static int read_mask(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
+        _cleanup_free_ char *path = cgroup_file_path(group, file);
 
         if (!path)
                 return -ENOMEM;
-        r = rootdir_read_string(root, path, &s);
-        if (r < 0)
-                return r;
-        r = cpumask_parse_list(s, ret);
-        if (r < 0)
-                return r;
-        if (ret_empty)
-                *ret_empty = cpumask_empty(ret);
-        return 0;
+        return rootdir_read_cpulist(root, path, ret);
 }
 
 /*
  * v2: a group whose parent does not pass the cpuset controller on has no cpuset files (peltd enables
  * it when it places the group); it runs on the effective set of its nearest ancestor that has one.
  */
-static int read_effective(const RootDir *root, const char *group, const char *file, CpuMask *ret, bool *ret_empty) {
+static int read_effective(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
         _cleanup_free_ char *g = strdup(group);
         int r;
 
@@ -248,7 +239,7 @@ static int read_effective(const RootDir *root, const char *group, const char *fi
         for (;;) {
                 char *p;
 
-                r = read_mask(root, g, file, ret, ret_empty);
+                r = read_mask(root, g, file, ret);
                 if (r != -ENOENT || streq(g, "/"))
                         return r;
                 p = cgroup_parent_path(g);
@@ -263,7 +254,7 @@ static int read_effective(const RootDir *root, const char *group, const char *fi
 static void read_group_info(Manager *m, ManagedGroup *g) {
         RootDir *root = cgroup_fs_cpuset_root(m->fs);
         _cleanup_free_ char *parent = cgroup_parent_path(g->path);
-        bool v2 = m->fs->mode == CGROUP_MODE_V2, empty;
+        bool v2 = m->fs->mode == CGROUP_MODE_V2;
         CpuMask mems;
         int r;
 
@@ -271,24 +262,24 @@ static void read_group_info(Manager *m, ManagedGroup *g) {
         if (!root || !parent)
                 return;
 
-        r = read_mask(root, g->path, "cpuset.cpus", &g->cpus, &empty);
-        if (v2 && (r == -ENOENT || (r >= 0 && empty)))
-                r = read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus, NULL);
+        r = read_mask(root, g->path, "cpuset.cpus", &g->cpus);
+        if (v2 && (r == -ENOENT || (r >= 0 && cpumask_empty(&g->cpus))))
+                r = read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus);
         if (r < 0) {
                 log_debug_errno(r, "Failed to read the cpuset of %s: %m", g->path);
                 return;
         }
         /* v1 keeps a child inside its parent's cpuset.cpus; v2 inside the parent's effective set. */
         if (v2)
-                r = read_effective(root, parent, "cpuset.cpus.effective", &g->allowed, &empty);
+                r = read_effective(root, parent, "cpuset.cpus.effective", &g->allowed);
         else
-                r = read_mask(root, parent, "cpuset.cpus", &g->allowed, &empty);
-        g->has_allowed = r >= 0 && !empty;
+                r = read_mask(root, parent, "cpuset.cpus", &g->allowed);
+        g->has_allowed = r >= 0 && !cpumask_empty(&g->allowed);
         if (v2)
-                r = read_effective(root, g->path, "cpuset.mems.effective", &mems, &empty);
+                r = read_effective(root, g->path, "cpuset.mems.effective", &mems);
         else
-                r = read_mask(root, g->path, "cpuset.mems", &mems, &empty);
-        g->has_mems = r >= 0 && !empty;
+                r = read_mask(root, g->path, "cpuset.mems", &mems);
+        g->has_mems = r >= 0 && !cpumask_empty(&mems);
         if (g->has_mems)
                 g->mems = mems;
         g->info_valid = true;
