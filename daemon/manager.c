@@ -250,8 +250,15 @@ static int read_effective(const RootDir *root, const char *group, const char *fi
         }
 }
 
+/* The last parent cpuset read: siblings, next to each other in path order, share it. */
+typedef struct ParentCpus {
+        char *path;
+        int r;
+        CpuMask cpus;
+} ParentCpus;
+
 /* cpuset.cpus, the parent's (what the group may hold) and cpuset.mems. */
-static void read_group_info(Manager *m, ManagedGroup *g) {
+static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
         RootDir *root = cgroup_fs_cpuset_root(m->fs);
         _cleanup_free_ char *parent = cgroup_parent_path(g->path);
         bool v2 = m->fs->mode == CGROUP_MODE_V2;
@@ -270,11 +277,17 @@ static void read_group_info(Manager *m, ManagedGroup *g) {
                 return;
         }
         /* v1 keeps a child inside its parent's cpuset.cpus; v2 inside the parent's effective set. */
-        if (v2)
-                r = read_effective(root, parent, "cpuset.cpus.effective", &g->allowed);
-        else
-                r = read_mask(root, parent, "cpuset.cpus", &g->allowed);
-        g->has_allowed = r >= 0 && !cpumask_empty(&g->allowed);
+        if (!pc->path || !streq(pc->path, parent)) {
+                if (v2)
+                        pc->r = read_effective(root, parent, "cpuset.cpus.effective", &pc->cpus);
+                else
+                        pc->r = read_mask(root, parent, "cpuset.cpus", &pc->cpus);
+                free(pc->path);
+                pc->path = TAKE_PTR(parent);
+        }
+        if (pc->r >= 0)
+                g->allowed = pc->cpus;
+        g->has_allowed = pc->r >= 0 && !cpumask_empty(&pc->cpus);
         if (v2)
                 r = read_effective(root, g->path, "cpuset.mems.effective", &mems);
         else
@@ -572,9 +585,14 @@ static int plan_and_apply(Manager *m, bool task_round) {
         r = sync_groups(m, sg, n);
         if (r < 0)
                 return log_oom();
-        for (size_t i = 0; i < m->n_groups; i++)
-                if (task_round || !m->groups[i].info_valid)
-                        read_group_info(m, &m->groups[i]);
+        {
+                ParentCpus pc = {};
+
+                for (size_t i = 0; i < m->n_groups; i++)
+                        if (task_round || !m->groups[i].info_valid)
+                                read_group_info(m, &m->groups[i], &pc);
+                free(pc.path);
+        }
         if (task_round && m->task_tracking)
                 collect_threads(m);
 
