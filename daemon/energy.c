@@ -31,20 +31,9 @@ static const double em_power_biggest[EM_N_POINTS] = { 120.0, 380.0, 1000.0 };
 #define EM_CLUSTER_STATIC_BIGGEST 60.0
 
 int energy_cpu_index(const Topology *t, int cpu) {
-        size_t lo = 0, hi = t->n_cpus;
+        const TopoCpu *c = topology_cpu(t, cpu);
 
-        /* Topology.cpus is sorted by CPU number. */
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-
-                if (t->cpus[mid].cpu == cpu)
-                        return (int) mid;
-                if (t->cpus[mid].cpu < cpu)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return -1;
+        return c ? (int) (c - t->cpus) : -1;
 }
 
 double energy_set_capacity(const Topology *t, const CpuMask *set) {
@@ -106,21 +95,6 @@ void energy_spread(const Topology *t, const CpuMask *set, double util, double *c
         }
 }
 
-/* The index in t->packages of a CPU's package. */
-static size_t package_index(const Topology *t, size_t i) {
-        for (size_t k = 0; k < t->n_packages; k++)
-                if (cpumask_test(&t->packages[k].cpus, t->cpus[i].cpu))
-                        return k;
-        return 0;
-}
-
-static size_t class_index(const Topology *t, size_t i) {
-        for (size_t k = 0; k < t->n_classes; k++)
-                if (cpumask_test(&t->classes[k].cpus, t->cpus[i].cpu))
-                        return k;
-        return 0;
-}
-
 static double builtin_one_class(const Topology *t, const double *cpu_util) {
         bool pkg_busy[MAX(t->n_packages, 1u)], core_busy[MAX(t->n_smt_groups, 1u)];
         double e = 0, work = 0;
@@ -133,7 +107,7 @@ static double builtin_one_class(const Topology *t, const double *cpu_util) {
                 if (cpu_util[i] <= 0)
                         continue;
                 work += cpu_util[i];
-                pkg_busy[package_index(t, i)] = true;
+                pkg_busy[t->cpus[i].package_index] = true;
                 if (g >= 0 && (size_t) g < t->n_smt_groups)
                         core_busy[g] = true;
         }
@@ -157,17 +131,17 @@ static double builtin_asymmetric(const Topology *t, const double *cpu_util) {
         size_t nc = t->n_classes, np = MAX(t->n_packages, 1u);
         double busiest[nc], e = 0;
         bool cluster_busy[nc * np];
-        size_t cls[MAX(t->n_cpus, 1u)];
 
         memset(busiest, 0, sizeof busiest);
         memset(cluster_busy, 0, sizeof cluster_busy);
         for (size_t i = 0; i < t->n_cpus; i++) {
-                cls[i] = class_index(t, i);
+                const TopoCpu *c = &t->cpus[i];
+
                 if (cpu_util[i] <= 0)
                         continue;
-                busiest[cls[i]] = MAX(busiest[cls[i]], cpu_util[i]);
+                busiest[c->class_index] = MAX(busiest[c->class_index], cpu_util[i]);
                 /* A cluster is one capacity class within one package. */
-                cluster_busy[cls[i] * np + package_index(t, i)] = true;
+                cluster_busy[c->class_index * np + c->package_index] = true;
         }
 
         for (size_t c = 0; c < nc; c++) {
@@ -184,7 +158,7 @@ static double builtin_asymmetric(const Topology *t, const double *cpu_util) {
                 power_at = em_power_lowest[point] + pos * (em_power_biggest[point] - em_power_lowest[point]);
 
                 for (size_t i = 0; i < t->n_cpus; i++)
-                        if (cls[i] == c && cpu_util[i] > 0)
+                        if ((size_t) t->cpus[i].class_index == c && cpu_util[i] > 0)
                                 e += power_at * cpu_util[i] / cap_at;
                 for (size_t k = 0; k < np; k++)
                         if (cluster_busy[c * np + k])
