@@ -61,8 +61,6 @@ typedef struct Planner {
         double *base_util;
         double *base_energy;
         size_t *core_order;          /* smt_groups indices in packing order */
-        int *class_of;               /* per CPU: index into t->classes */
-        int *package_of;             /* per CPU: index into t->packages */
         size_t *core_cpus;           /* per core (smt_groups index): its CPUs' indexes, from core_start[g] */
         size_t *core_start;          /* n_smt_groups + 1 entries */
 } Planner;
@@ -73,46 +71,38 @@ static void planner_done(Planner *p) {
         free(p->base_util);
         free(p->base_energy);
         free(p->core_order);
-        free(p->class_of);
-        free(p->package_of);
         free(p->core_cpus);
         free(p->core_start);
 }
 
-static int index_of_mask(const CpuMask *masks, size_t stride, size_t n, int cpu) {
-        for (size_t i = 0; i < n; i++)
-                if (cpumask_test((const CpuMask *) ((const uint8_t *) masks + i * stride), cpu))
-                        return (int) i;
-        return 0;
-}
+/* A core's place in the packing order: class, package, cluster (else LLC), first CPU. */
+typedef struct CoreKey {
+        int key[4];
+        size_t core;                 /* smt_groups index */
+} CoreKey;
 
-/* The packing order's key of a core: class, package, cluster (else LLC), first CPU. */
-static const Planner *sort_planner;
-
-static void core_key(const Planner *p, size_t g, int key[4]) {
-        const Topology *t = p->t;
+static CoreKey core_key(const Topology *t, size_t g) {
         int cpu = cpumask_first(&t->smt_groups[g]);
-        int i = energy_cpu_index(t, cpu);
-        int sub = 0;
+        const TopoCpu *c = topology_cpu(t, cpu);
+        CoreKey k = { .key = { 0, 0, 0, cpu }, .core = g };
 
-        if (i >= 0 && t->has_clusters && t->n_clusters > 0)
-                sub = index_of_mask(&t->clusters[0].cpus, sizeof(TopoGroup), t->n_clusters, cpu);
-        else if (i >= 0 && t->cpus[i].llc_index >= 0)
-                sub = t->cpus[i].llc_index;
-        key[0] = i >= 0 ? p->class_of[i] : 0;
-        key[1] = i >= 0 ? p->package_of[i] : 0;
-        key[2] = sub;
-        key[3] = cpu;
+        if (c) {
+                k.key[0] = c->class_index;
+                k.key[1] = c->package_index;
+                if (t->has_clusters && t->n_clusters > 0)
+                        k.key[2] = c->cluster_index;
+                else if (c->llc_index >= 0)
+                        k.key[2] = c->llc_index;
+        }
+        return k;
 }
 
-static int compare_cores(const void *a, const void *b) {
-        int ka[4], kb[4];
+static int compare_core_keys(const void *a, const void *b) {
+        const CoreKey *x = a, *y = b;
 
-        core_key(sort_planner, *(const size_t *) a, ka);
-        core_key(sort_planner, *(const size_t *) b, kb);
-        for (size_t i = 0; i < 4; i++)
-                if (ka[i] != kb[i])
-                        return ka[i] < kb[i] ? -1 : 1;
+        for (size_t i = 0; i < ELEMENTSOF(x->key); i++)
+                if (x->key[i] != y->key[i])
+                        return x->key[i] < y->key[i] ? -1 : 1;
         return 0;
 }
 
@@ -125,12 +115,9 @@ static int planner_init(Planner *p, const Topology *t, const PolicyParams *param
         p->base_util = new0(double, MAX(t->n_cpus, 1u));
         p->base_energy = new0(double, MAX(t->n_cpus, 1u));
         p->core_order = new0(size_t, MAX(t->n_smt_groups, 1u));
-        p->class_of = new0(int, MAX(t->n_cpus, 1u));
-        p->package_of = new0(int, MAX(t->n_cpus, 1u));
         p->core_cpus = new0(size_t, MAX(t->n_cpus, 1u));
         p->core_start = new0(size_t, t->n_smt_groups + 1);
-        if (!p->cpu_util || !p->cpu_energy || !p->base_util || !p->base_energy || !p->core_order || !p->class_of || !p->package_of || !p->core_cpus ||
-            !p->core_start)
+        if (!p->cpu_util || !p->cpu_energy || !p->base_util || !p->base_energy || !p->core_order || !p->core_cpus || !p->core_start)
                 return -ENOMEM;
 
         /* Each core's CPU indexes, in one array (counting sort by smt_index). */
@@ -155,20 +142,17 @@ static int planner_init(Planner *p, const Topology *t, const PolicyParams *param
                 }
         }
 
-        for (size_t i = 0; i < t->n_cpus; i++) {
-                int cpu = t->cpus[i].cpu;
+        {
+                _cleanup_free_ CoreKey *keys = new0(CoreKey, MAX(t->n_smt_groups, 1u));
 
-                if (t->n_classes > 0)
-                        p->class_of[i] = index_of_mask(&t->classes[0].cpus, sizeof(CapacityClass), t->n_classes, cpu);
-                if (t->n_packages > 0)
-                        p->package_of[i] = index_of_mask(&t->packages[0].cpus, sizeof(TopoGroup), t->n_packages, cpu);
+                if (!keys)
+                        return -ENOMEM;
+                for (size_t g = 0; g < t->n_smt_groups; g++)
+                        keys[g] = core_key(t, g);
+                qsort(keys, t->n_smt_groups, sizeof(CoreKey), compare_core_keys);
+                for (size_t k = 0; k < t->n_smt_groups; k++)
+                        p->core_order[k] = keys[k].core;
         }
-        for (size_t g = 0; g < t->n_smt_groups; g++)
-                p->core_order[g] = g;
-        /* qsort has no context argument in C11; the planner is single-threaded and pure. */
-        sort_planner = p;
-        qsort(p->core_order, t->n_smt_groups, sizeof(size_t), compare_cores);
-        sort_planner = NULL;
         return 0;
 }
 
@@ -277,7 +261,7 @@ static bool pack(const Planner *p, const CpuMask *candidates, double demand, Cpu
                         if (!cpumask_test(candidates, t->cpus[i].cpu))
                                 continue;
                         core_cap = MAX(core_cap, t->cpus[i].capacity);
-                        cls = p->class_of[i];
+                        cls = t->cpus[i].class_index;
                         n++;
                 }
                 if (n == 0)
