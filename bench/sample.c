@@ -40,6 +40,14 @@ static char top[64];
 static pid_t *children;
 static size_t n_children;
 
+/* Killed and reaped by cleanup(). */
+static void add_child(pid_t pid) {
+        children = realloc(children, (n_children + 1) * sizeof *children);
+        if (!children)
+                bench_die("out of memory");
+        children[n_children++] = pid;
+}
+
 static void cleanup(void) {
         for (size_t i = 0; i < n_children; i++)
                 if (children[i] > 0)
@@ -91,8 +99,7 @@ static pid_t spawn_sleepers(const char *group, size_t n) {
         if (read(p[0], &c, 1) != 1)
                 bench_die("a sleeper process failed to start its threads");
         close(p[0]);
-        children = realloc(children, (n_children + 1) * sizeof *children);
-        children[n_children++] = pid;
+        add_child(pid);
         return pid;
 }
 
@@ -222,6 +229,24 @@ static void sleep_until(uint64_t deadline) {
                 ;
 }
 
+/*
+ * The references' rounds, timed in this thread's CPU time: the floor's at floor_at, the mandated
+ * reads' at mandated_at (absolute, CLOCK_MONOTONIC); adds their CPU time to *flr and *mandated.
+ */
+static void reference_round(const Floor *f, uint64_t floor_at, uint64_t mandated_at, unsigned round, uint64_t *flr,
+                            uint64_t *mandated) {
+        uint64_t cpu0;
+
+        sleep_until(floor_at);
+        cpu0 = thread_cpu_ns();
+        floor_round(f);
+        *flr += thread_cpu_ns() - cpu0;
+        sleep_until(mandated_at);
+        cpu0 = thread_cpu_ns();
+        mandated_round(f, round);
+        *mandated += thread_cpu_ns() - cpu0;
+}
+
 /* ---- peltd runs -------------------------------------------------------------------------------- */
 
 typedef struct Run {
@@ -338,14 +363,7 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
                         if (k % task_every == 0 && k < seconds * task_every) {
                                 uint64_t at = start + k * group_ns;
 
-                                sleep_until(at + third);
-                                cpu0 = thread_cpu_ns();
-                                floor_round(&f);
-                                flr += thread_cpu_ns() - cpu0;
-                                sleep_until(at + 2 * third);
-                                cpu0 = thread_cpu_ns();
-                                mandated_round(&f, (unsigned) (k / task_every));
-                                mandated += thread_cpu_ns() - cpu0;
+                                reference_round(&f, at + third, at + 2 * third, (unsigned) (k / task_every), &flr, &mandated);
                         }
                 }
                 /* The last second's floor and mandated rounds: once more, so each counts `seconds` rounds. */
@@ -419,7 +437,7 @@ static uint64_t process_run_ns(pid_t pid) {
 static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *ret_floor_share, double *ret_mandated_share,
                             unsigned seconds) {
         char conf[] = "/tmp/peltd-bench-daemon-XXXXXX", state[128];
-        uint64_t start, cpu0, run0, flr = 0, mandated = 0;
+        uint64_t start, run0, flr = 0, mandated = 0;
         Floor f;
         pid_t pid;
         int fd;
@@ -437,8 +455,7 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
                 bench_die("mkdir %s: %s", state, strerror(errno));
 
         pid = spawn_peltd((char *[]){ (char *) peltd, "--config", conf, NULL }, true);
-        children = realloc(children, (n_children + 1) * sizeof *children);
-        children[n_children++] = pid;
+        add_child(pid);
 
         /* Its start-up (a descriptor per thread, the first rounds) is not the steady state. */
         floor_open(&f);
@@ -450,14 +467,7 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
         for (unsigned k = 0; k < seconds; k++) {
                 uint64_t at = start + (uint64_t) k * 1000000000ULL;
 
-                sleep_until(at + 333 * 1000 * 1000);
-                cpu0 = thread_cpu_ns();
-                floor_round(&f);
-                flr += thread_cpu_ns() - cpu0;
-                sleep_until(at + 666 * 1000 * 1000);
-                cpu0 = thread_cpu_ns();
-                mandated_round(&f, k);
-                mandated += thread_cpu_ns() - cpu0;
+                reference_round(&f, at + 333 * 1000 * 1000, at + 666 * 1000 * 1000, k, &flr, &mandated);
         }
         sleep_until(start + (uint64_t) seconds * 1000000000ULL);
         *ret_peltd_share = (double) (process_run_ns(pid) - run0) / (double) (bench_now_ns() - start);
@@ -489,7 +499,7 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
 static void once_steady(const char *peltd, const char *conf, size_t threads, double *ret_floor_ns, double *ret_mandated_ns,
                         double *ret_peltd_ns, Run *ret_run) {
         char *pargv[] = { (char *) peltd, "--config", (char *) conf, "--once", "6", "--interval", "100", "--json", NULL };
-        uint64_t start, run0, run1, c0, flr = 0, mandated = 0;
+        uint64_t start, run0, run1, flr = 0, mandated = 0;
         struct rusage ru;
         int status;
         pid_t pid;
@@ -504,14 +514,7 @@ static void once_steady(const char *peltd, const char *conf, size_t threads, dou
         for (uint64_t i = 0; i < 40; i++) {
                 uint64_t at = start + 2000ULL * 1000 * 1000 + i * 100 * 1000 * 1000;
 
-                sleep_until(at + 33 * 1000 * 1000);
-                c0 = thread_cpu_ns();
-                floor_round(&f);
-                flr += thread_cpu_ns() - c0;
-                sleep_until(at + 66 * 1000 * 1000);
-                c0 = thread_cpu_ns();
-                mandated_round(&f, (unsigned) i);
-                mandated += thread_cpu_ns() - c0;
+                reference_round(&f, at + 33 * 1000 * 1000, at + 66 * 1000 * 1000, (unsigned) i, &flr, &mandated);
         }
         sleep_until(start + 6000ULL * 1000 * 1000);
         run1 = process_run_ns(pid);
@@ -535,8 +538,18 @@ static void spawn_busy(const char *group) {
                 bench_cgroup_attach(group, getpid());
                 bench_duty_loop(3100 * 1000, 620 * 1000);
         }
-        children = realloc(children, (n_children + 1) * sizeof *children);
-        children[n_children++] = pid;
+        add_child(pid);
+}
+
+/* Prints a defaults run's shares of one CPU; returns whether peltd missed a target. */
+static bool print_defaults(const char *what, const char *peltd_label, double peltd_share, double floor_share,
+                           double mandated_share) {
+        printf("%-22s%-25s%7.3f%% of one CPU\n", what, "floor", floor_share * 100);
+        printf("%-22s%-25s%7.3f%% of one CPU   %.2fx floor\n", "", "every thread read", mandated_share * 100,
+               mandated_share / floor_share);
+        printf("%-22s%-25s%7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n", "", peltd_label,
+               peltd_share * 100, peltd_share / floor_share);
+        return peltd_share > 1.5 * floor_share || peltd_share > 0.01;
 }
 
 int main(int argc, char *argv[]) {
@@ -585,21 +598,11 @@ int main(int argc, char *argv[]) {
         /* 2. Defaults: libpeltd's sampling alone in this process, and the daemon itself. */
         defaults(&peltd_share, &floor_share, &mandated_share, 10);
         printf("\ndefaults (groups every 100 ms, tasks every 1000 ms, 10 s each)\n");
-        printf("sampling alone        floor                    %7.3f%% of one CPU\n", floor_share * 100);
-        printf("                      every thread read        %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
-               mandated_share / floor_share);
-        printf("                      peltd's sampling         %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
-               peltd_share * 100, peltd_share / floor_share);
-        if (peltd_share > 1.5 * floor_share || peltd_share > 0.01)
+        if (print_defaults("sampling alone", "peltd's sampling", peltd_share, floor_share, mandated_share))
                 failed = 1;
 
         defaults_daemon(argv[1], &peltd_share, &floor_share, &mandated_share, 10);
-        printf("the daemon            floor                    %7.3f%% of one CPU\n", floor_share * 100);
-        printf("                      every thread read        %7.3f%% of one CPU   %.2fx floor\n", mandated_share * 100,
-               mandated_share / floor_share);
-        printf("                      peltd (dry run)          %7.3f%% of one CPU   %.2fx floor (targets <= 1.5x, <= 1%%)\n",
-               peltd_share * 100, peltd_share / floor_share);
-        if (peltd_share > 1.5 * floor_share || peltd_share > 0.01)
+        if (print_defaults("the daemon", "peltd (dry run)", peltd_share, floor_share, mandated_share))
                 failed = 1;
 
         /*
