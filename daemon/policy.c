@@ -210,6 +210,16 @@ static void describe_package_ids(const Planner *p, const CpuMask *set, char *buf
         }
 }
 
+/* The load cpu_util holds on the CPUs of set. */
+static double load_on(const Topology *t, const double *cpu_util, const CpuMask *set) {
+        double sum = 0;
+
+        for (size_t i = 0; i < t->n_cpus; i++)
+                if (cpumask_test(set, t->cpus[i].cpu))
+                        sum += cpu_util[i];
+        return sum;
+}
+
 static int count_cores(const Topology *t, const CpuMask *set) {
         int n = 0;
 
@@ -360,14 +370,8 @@ static void place_pack(Planner *p, GroupPlan *gp, unsigned min_cpus, const char 
         fits = pack(p, &gp->candidates, gp->demand, &gp->proposal);
         describe_pack(p, gp, &gp->proposal, fits, what, sizeof what);
         if (fits && !asymmetric(p->t)) {
-                double there = 0;
+                double there = load_on(p->t, p->cpu_util, &gp->proposal);
 
-                CPUMASK_FOREACH(cpu, &gp->proposal) {
-                        int i = energy_cpu_index(p->t, cpu);
-
-                        if (i >= 0)
-                                there += p->cpu_util[i];
-                }
                 /* The set is sized with the other groups' load on it: say so, or it looks too wide. */
                 if (there > 0)
                         snprintf(what + strlen(what), sizeof what - strlen(what), " with %.1f CPUs of others' load",
@@ -577,16 +581,6 @@ static bool big_change(double demand, double planned) {
         double d = fabs(demand - planned);
 
         return d > POLICY_BIG_CHANGE_RATIO * planned && d > POLICY_BIG_CHANGE_UTIL;
-}
-
-/* The load cpu_util holds on the CPUs of set. */
-static double load_on(const Topology *t, const double *cpu_util, const CpuMask *set) {
-        double sum = 0;
-
-        for (size_t i = 0; i < t->n_cpus; i++)
-                if (cpumask_test(set, t->cpus[i].cpu))
-                        sum += cpu_util[i];
-        return sum;
 }
 
 /*
@@ -969,26 +963,22 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
  * in proportion to its load there (pelt_shares_split()), and on each CPU a group gets the CPU's
  * capacity in proportion to its part of the shares present. The estimate goes into the reason.
  */
-static int explain_contention(const Planner *p, const PolicyGroup *groups, const GroupPlan *gps, PolicyResult *ret, size_t n) {
+static int explain_contention(const Planner *p, const GroupPlan *gps, PolicyResult *ret, size_t n) {
         const Topology *t = p->t;
         size_t nc = MAX(t->n_cpus, 1u);
         _cleanup_free_ double *load = NULL, *present = NULL;
         _cleanup_free_ uint64_t *split = NULL, *iload = NULL;
+        _cleanup_free_ bool *contended = new0(bool, MAX(n, 1u));
         bool any = false;
 
+        if (!contended)
+                return -ENOMEM;
         /* Contended: the demand on a managed group's set does not fit it. */
-        for (size_t i = 0; i < n && !any; i++)
-                if (ret[i].managed) {
-                        double there = 0;
-
-                        CPUMASK_FOREACH(cpu, &ret[i].cpus) {
-                                int k = energy_cpu_index(t, cpu);
-
-                                if (k >= 0)
-                                        there += p->cpu_util[k];
-                        }
-                        any = !util_fits_capacity(there, energy_set_capacity(t, &ret[i].cpus));
-                }
+        for (size_t i = 0; i < n; i++) {
+                contended[i] = ret[i].managed &&
+                               !util_fits_capacity(load_on(t, p->cpu_util, &ret[i].cpus), energy_set_capacity(t, &ret[i].cpus));
+                any = any || contended[i];
+        }
         if (!any)
                 return 0;
 
@@ -1008,22 +998,17 @@ static int explain_contention(const Planner *p, const PolicyGroup *groups, const
                                 present[k] += (double) split[i * nc + k];
         }
         for (size_t i = 0; i < n; i++) {
-                double there = 0, fair = 0;
+                double fair = 0;
 
-                if (!ret[i].managed)
+                if (!contended[i])
                         continue;
-                for (size_t k = 0; k < t->n_cpus; k++) {
-                        if (!cpumask_test(&ret[i].cpus, t->cpus[k].cpu))
-                                continue;
-                        there += p->cpu_util[k];
-                        if (load[i * nc + k] > 0 && present[k] > 0)
+                for (size_t k = 0; k < t->n_cpus; k++)
+                        if (cpumask_test(&ret[i].cpus, t->cpus[k].cpu) && load[i * nc + k] > 0 && present[k] > 0)
                                 fair += t->cpus[k].capacity * (double) split[i * nc + k] / present[k];
-                }
-                if (util_fits_capacity(there, energy_set_capacity(t, &ret[i].cpus)) || fair >= gps[i].demand)
+                if (fair >= gps[i].demand)
                         continue;
                 reason_append(ret[i].reason, "; contended: its shares (%" PRIu64 ") win it about %.1f of the %.1f CPUs it wants",
                               ret[i].shares, cpus_of(fair), cpus_of(gps[i].demand));
-                (void) groups;
         }
         return 0;
 }
@@ -1121,7 +1106,7 @@ int policy_plan(
                 reason_append(ret[i].reason, "%s", gps[i].note);
         }
 
-        r = explain_contention(&p, groups, gps, ret, n);
+        r = explain_contention(&p, gps, ret, n);
         if (r < 0) {
                 planner_done(&p);
                 return r;
