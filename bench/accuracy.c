@@ -192,17 +192,6 @@ typedef struct Errors {
         bool complete;
 } Errors;
 
-static int cmp_double(const void *a, const void *b) {
-        double x = *(const double *) a, y = *(const double *) b;
-
-        return (x > y) - (x < y);
-}
-
-static double median(double *v, size_t n) {
-        qsort(v, n, sizeof *v, cmp_double);
-        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 /* One measurement: peltd --once 4 while the kernel's values are read over its last 2 s. */
 static void measure(const char *peltd, const char *conf, const pid_t *tids, unsigned run_no, Errors *e) {
         Kernel k[N_THREADS] = {};
@@ -362,13 +351,13 @@ int main(int argc, char *argv[]) {
 
                 for (unsigned r = 0; r < runs; r++)
                         v[r] = e[r].util[i];
-                mu = median(v, runs);
+                mu = bench_median(v, runs);
                 for (unsigned r = 0; r < runs; r++)
                         v[r] = e[r].runnable[i];
-                mr = median(v, runs);
+                mr = bench_median(v, runs);
                 for (unsigned r = 0; r < runs; r++)
                         v[r] = e[r].load[i];
-                ml = median(v, runs);
+                ml = bench_median(v, runs);
                 printf("  %5.1f ms %3.0f%% nice %+d: util %+6.1f  runnable %+6.1f  load %+6.1f/1024 of weight\n", duties[i].period_ms,
                        duties[i].duty * 100, duties[i].nice, mu, mr, ml);
                 worst_util = fmax(worst_util, fabs(mu));
@@ -380,7 +369,7 @@ int main(int argc, char *argv[]) {
 
                 for (unsigned r = 0; r < runs; r++)
                         v[r] = e[r].group[gi];
-                mg = median(v, runs);
+                mg = bench_median(v, runs);
                 printf("  group %s: util %+6.1f\n", gi == 0 ? "a" : "b", mg);
                 worst_group = fmax(worst_group, fabs(mg));
         }

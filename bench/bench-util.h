@@ -44,19 +44,30 @@ static inline uint64_t bench_now_ns(void) {
         return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
-/* Spins until this thread has used ns of CPU time. */
-static inline void bench_spin_cpu_ns(uint64_t ns) {
+/* This thread's CPU time, in ns. */
+static inline uint64_t bench_thread_cpu_ns(void) {
         struct timespec ts;
-        uint64_t start;
 
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        start = (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-        do
-                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        while ((uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec - start < ns);
+        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
 }
 
-/* v2 when /sys/fs/cgroup itself is cgroup2 (the cpu controller lives there). */
+/* Sleeps until deadline (CLOCK_MONOTONIC, ns), across signals. */
+static inline void bench_sleep_until_ns(uint64_t deadline) {
+        struct timespec ts = { .tv_sec = (time_t) (deadline / 1000000000ULL), .tv_nsec = (long) (deadline % 1000000000ULL) };
+
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+                ;
+}
+
+/* Spins until this thread has used ns of CPU time. */
+static inline void bench_spin_cpu_ns(uint64_t ns) {
+        uint64_t start = bench_thread_cpu_ns();
+
+        while (bench_thread_cpu_ns() - start < ns)
+                ;
+}
+
 /*
  * Runs busy_ns of CPU time every period_ns, forever, on absolute period boundaries. Busy in CPU
  * time, not wall time: a late wakeup then does not shorten the work, and each period holds the
@@ -67,16 +78,25 @@ static inline _Noreturn void bench_duty_loop(uint64_t period_ns, uint64_t busy_n
 
         prctl(PR_SET_TIMERSLACK, 1UL);
         for (;;) {
-                struct timespec ts;
-
                 bench_spin_cpu_ns(busy_ns);
                 next += period_ns;
-                ts.tv_sec = (time_t) (next / 1000000000ULL);
-                ts.tv_nsec = (long) (next % 1000000000ULL);
-                clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+                bench_sleep_until_ns(next);
         }
 }
 
+static inline int bench_cmp_double(const void *a, const void *b) {
+        double x = *(const double *) a, y = *(const double *) b;
+
+        return (x > y) - (x < y);
+}
+
+/* The median of v[0..n) (n > 0), which it sorts. */
+static inline double bench_median(double *v, size_t n) {
+        qsort(v, n, sizeof *v, bench_cmp_double);
+        return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* v2 when /sys/fs/cgroup itself is cgroup2 (the cpu controller lives there). */
 static inline bool bench_cgroup_v2(void) {
         struct statfs s;
 

@@ -215,20 +215,6 @@ static void floor_close(Floor *f) {
         free(f->stat_fds);
 }
 
-static uint64_t thread_cpu_ns(void) {
-        struct timespec ts;
-
-        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-        return (uint64_t) ts.tv_sec * 1000000000ULL + (uint64_t) ts.tv_nsec;
-}
-
-static void sleep_until(uint64_t deadline) {
-        struct timespec ts = { .tv_sec = (time_t) (deadline / 1000000000ULL), .tv_nsec = (long) (deadline % 1000000000ULL) };
-
-        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
-                ;
-}
-
 /*
  * The references' rounds, timed in this thread's CPU time: the floor's at floor_at, the mandated
  * reads' at mandated_at (absolute, CLOCK_MONOTONIC); adds their CPU time to *flr and *mandated.
@@ -237,14 +223,14 @@ static void reference_round(const Floor *f, uint64_t floor_at, uint64_t mandated
                             uint64_t *mandated) {
         uint64_t cpu0;
 
-        sleep_until(floor_at);
-        cpu0 = thread_cpu_ns();
+        bench_sleep_until_ns(floor_at);
+        cpu0 = bench_thread_cpu_ns();
         floor_round(f);
-        *flr += thread_cpu_ns() - cpu0;
-        sleep_until(mandated_at);
-        cpu0 = thread_cpu_ns();
+        *flr += bench_thread_cpu_ns() - cpu0;
+        bench_sleep_until_ns(mandated_at);
+        cpu0 = bench_thread_cpu_ns();
         mandated_round(f, round);
-        *mandated += thread_cpu_ns() - cpu0;
+        *mandated += bench_thread_cpu_ns() - cpu0;
 }
 
 /* ---- peltd runs -------------------------------------------------------------------------------- */
@@ -355,11 +341,11 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
                 uint64_t peltd = 0, flr = 0, mandated = 0, third = task_every * group_ns / 3;
 
                 for (uint64_t k = 1; k <= seconds * task_every; k++) {
-                        sleep_until(start + k * group_ns);
-                        cpu0 = thread_cpu_ns();
+                        bench_sleep_until_ns(start + k * group_ns);
+                        cpu0 = bench_thread_cpu_ns();
                         if (sampling_round(s, bench_now_ns(), k % task_every == 0) < 0)
                                 bench_die("sampling_round");
-                        peltd += thread_cpu_ns() - cpu0;
+                        peltd += bench_thread_cpu_ns() - cpu0;
                         if (k % task_every == 0 && k < seconds * task_every) {
                                 uint64_t at = start + k * group_ns;
 
@@ -367,13 +353,13 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
                         }
                 }
                 /* The last second's floor and mandated rounds: once more, so each counts `seconds` rounds. */
-                cpu0 = thread_cpu_ns();
+                cpu0 = bench_thread_cpu_ns();
                 floor_round(&f);
-                flr += thread_cpu_ns() - cpu0;
-                sleep_until(bench_now_ns() + third);
-                cpu0 = thread_cpu_ns();
+                flr += bench_thread_cpu_ns() - cpu0;
+                bench_sleep_until_ns(bench_now_ns() + third);
+                cpu0 = bench_thread_cpu_ns();
                 mandated_round(&f, 0);
-                mandated += thread_cpu_ns() - cpu0;
+                mandated += bench_thread_cpu_ns() - cpu0;
 
                 *ret_peltd_share = (double) peltd / ((double) seconds * 1e9);
                 *ret_floor_share = (double) flr / ((double) seconds * 1e9);
@@ -469,7 +455,7 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
 
                 reference_round(&f, at + 333 * 1000 * 1000, at + 666 * 1000 * 1000, k, &flr, &mandated);
         }
-        sleep_until(start + (uint64_t) seconds * 1000000000ULL);
+        bench_sleep_until_ns(start + (uint64_t) seconds * 1000000000ULL);
         *ret_peltd_share = (double) (process_run_ns(pid) - run0) / (double) (bench_now_ns() - start);
         *ret_floor_share = (double) flr / ((double) seconds * 1e9);
         *ret_mandated_share = (double) mandated / ((double) seconds * 1e9);
@@ -509,14 +495,14 @@ static void once_steady(const char *peltd, const char *conf, size_t threads, dou
         floor_find_groups(&f, bench_cgroup_v2() ? BENCH_CG_V2 : BENCH_CG_V1 "/cpuacct");
         pid = spawn_peltd(pargv, false);
         start = bench_now_ns();
-        sleep_until(start + 2000ULL * 1000 * 1000);
+        bench_sleep_until_ns(start + 2000ULL * 1000 * 1000);
         run0 = process_run_ns(pid);
         for (uint64_t i = 0; i < 40; i++) {
                 uint64_t at = start + 2000ULL * 1000 * 1000 + i * 100 * 1000 * 1000;
 
                 reference_round(&f, at + 33 * 1000 * 1000, at + 66 * 1000 * 1000, (unsigned) i, &flr, &mandated);
         }
-        sleep_until(start + 6000ULL * 1000 * 1000);
+        bench_sleep_until_ns(start + 6000ULL * 1000 * 1000);
         run1 = process_run_ns(pid);
         if (wait4(pid, &status, 0, &ru) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
                 bench_die("peltd --once 6 failed");

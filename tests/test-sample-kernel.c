@@ -202,15 +202,8 @@ static void cpu_times(uint64_t *ret_steal, uint64_t *ret_total) {
         *ret_total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
 }
 
-static int cmp_double(const void *x, const void *y) {
-        double a = *(const double *) x, b = *(const double *) y;
-
-        return (a > b) - (a < b);
-}
-
 static double median3(double v[ONCE_RUNS]) {
-        qsort(v, ONCE_RUNS, sizeof *v, cmp_double);
-        return v[ONCE_RUNS / 2];
+        return bench_median(v, ONCE_RUNS);
 }
 
 /*
