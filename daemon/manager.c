@@ -577,7 +577,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
         _cleanup_free_ PolicyGroup *pg = NULL;
         _cleanup_free_ PolicyResult *res = NULL;
         _cleanup_free_ PolicyHistory *hist = NULL;
-        _cleanup_free_ uint64_t *shares = NULL;
+        _cleanup_free_ ManagedGroup **owner = NULL;
         SampledGroup *sg = NULL;
         size_t n = sampling_groups(m->sampling, &sg), k = 0;
         int r;
@@ -599,12 +599,12 @@ static int plan_and_apply(Manager *m, bool task_round) {
         pg = new0(PolicyGroup, MAX(n, 1u));
         res = new0(PolicyResult, MAX(n, 1u));
         hist = new0(PolicyHistory, MAX(n, 1u));
-        shares = new0(uint64_t, MAX(n, 1u));
-        if (!pg || !res || !hist || !shares)
+        owner = new0(ManagedGroup *, MAX(n, 1u));
+        if (!pg || !res || !hist || !owner)
                 return log_oom();
 
         /* sg and m->groups are both sorted by path and hold the same groups. */
-        for (size_t i = 0; i < n && i < m->n_groups; i++) {
+        for (size_t i = 0; i < n; i++) {
                 ManagedGroup *g = &m->groups[i];
 
                 if (!g->info_valid)
@@ -627,7 +627,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         .config = config_find_group(m->config, g->path),
                 };
                 hist[k] = g->history;
-                shares[k] = sg[i].shares;
+                owner[k] = g;
                 k++;
         }
         if (k == 0)
@@ -640,7 +640,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                 return log_oom();
 
         for (size_t i = 0; i < k; i++) {
-                ManagedGroup *g = find_group(m, pg[i].path);
+                ManagedGroup *g = owner[i];
 
                 g->history = hist[i];
                 if (!res[i].managed) {
@@ -654,7 +654,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         }
                         continue;
                 }
-                (void) apply_group(m, g, &res[i], shares[i]);
+                (void) apply_group(m, g, &res[i], pg[i].shares);
         }
         return 0;
 }
