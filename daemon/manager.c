@@ -24,7 +24,6 @@
 typedef struct ManagedGroup {
         char *path;
         PolicyHistory history;
-        bool seen;                   /* listed by the sampler this round */
 
         /* Read at task rounds and after each change. */
         bool info_valid;
@@ -67,9 +66,8 @@ struct Manager {
         unsigned *capacity;          /* per CPU number, CPUMASK_MAX entries, updated in place */
 
         CgroupFs *fs;
-        CgroupAccess access;
+        CgroupAccess access;         /* its bus: the system bus, for the systemd backend; NULL until needed */
         CgroupIO io;
-        sd_bus *bus;                 /* the system bus, for the systemd backend; NULL until needed */
 
         Originals *originals;
         int lock_fd;
@@ -106,7 +104,7 @@ Manager *manager_free(Manager *m) {
         originals_free(m->originals);
         if (m->lock_fd >= 0)
                 close(m->lock_fd);
-        sd_bus_flush_close_unref(m->bus);
+        sd_bus_flush_close_unref(m->access.bus);
         cgroup_fs_free(m->fs);
         energy_model_free(m->energy_model);
         topology_free(m->topology);
@@ -313,20 +311,19 @@ static void resolve_target(Manager *m, ManagedGroup *g) {
                 return;
         if (m->config->backend == BACKEND_AUTO && !systemd_is_init())
                 return;
-        if (!m->bus) {
-                r = sd_bus_open_system(&m->bus);
+        if (!m->access.bus) {
+                r = sd_bus_open_system(&m->access.bus);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to connect to the system bus, writing cgroup files directly: %m");
                         return;
                 }
-                m->access.bus = m->bus;
         }
-        r = systemd_unit_for_cgroup(m->bus, g->path, &unit);
+        r = systemd_unit_for_cgroup(m->access.bus, g->path, &unit);
         if (r < 0) {
                 log_info("%s belongs to no systemd unit; writing its cgroup files.", g->path);
                 return;
         }
-        r = systemd_unit_delegated(m->bus, unit, &delegated);
+        r = systemd_unit_delegated(m->access.bus, unit, &delegated);
         if (r >= 0 && delegated) {
                 log_info("%s (%s) is delegated; writing its cgroup files.", g->path, unit);
                 return;
@@ -335,7 +332,7 @@ static void resolve_target(Manager *m, ManagedGroup *g) {
          * systemd names the unit of the nearest ancestor for a cgroup below a unit's own: its
          * AllowedCPUs= would place the whole unit. systemd knows nothing of such a group.
          */
-        r = systemd_unit_control_group(m->bus, unit, &cg);
+        r = systemd_unit_control_group(m->access.bus, unit, &cg);
         if (r >= 0 && !streq(cg, g->path)) {
                 log_info("%s lies inside %s (%s), not a unit of its own; writing its cgroup files.", g->path, cg, unit);
                 return;
@@ -373,7 +370,6 @@ static int sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
                         }
                         log_info("Managing %s.", sg[j].path);
                 }
-                ng[k].seen = true;
                 k++;
                 j++;
         }
