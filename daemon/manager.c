@@ -306,6 +306,9 @@ static void resolve_target(Manager *m, ManagedGroup *g) {
                 return;
         g->target_known = true;
         g->target = m->fs->mode == CGROUP_MODE_V2 ? APPLY_V2 : APPLY_V1;
+        /* Resolved again after a reload: the unit found before is not kept. */
+        free(g->unit);
+        g->unit = NULL;
 
         if (m->config->backend == BACKEND_CGROUPFS || m->fs->mode != CGROUP_MODE_V2)
                 return;
