@@ -38,9 +38,9 @@ typedef struct GroupPlan {
         bool fit_restricted;         /* candidates cut to the classes its biggest task fits */
         bool fits_none;              /* its biggest task fits no class: kept on the biggest */
         bool fit_impossible;         /* no allowed CPU is of a class it fits */
-        bool short_bursts;
         bool packed;                 /* balanced on asymmetric machines chose packing */
         usec_t burst_usec;           /* the threshold it was compared with */
+        unsigned min_cpus;           /* MinCPUs=, 0 when unset */
         CpuMask proposal;
         char prefix[POLICY_REASON_MAX];  /* what a packed group's reason starts with */
         char reason[POLICY_REASON_MAX];
@@ -356,13 +356,19 @@ static void spread_reason(const GroupPlan *gp, char *reason) {
         describe_fit(gp, reason);
 }
 
-static void place_spread(Planner *p, GroupPlan *gp, unsigned min_cpus _unused_) {
+/* Where MinCPUs= asks for more CPUs than the group may have, say so. */
+static void describe_min_cpus_short(const GroupPlan *gp, char *reason) {
+        if (gp->min_cpus > 0 && (unsigned) cpumask_count(&gp->proposal) < gp->min_cpus)
+                reason_append(reason, ", only %d allowed CPUs for MinCPUs=%u", cpumask_count(&gp->proposal), gp->min_cpus);
+}
+
+static void place_spread(Planner *p, GroupPlan *gp) {
         gp->proposal = gp->candidates;
         energy_spread(p->t, &gp->proposal, gp->demand, p->cpu_util);
         energy_spread(p->t, &gp->proposal, gp->util, p->cpu_energy);
 }
 
-static void place_pack(Planner *p, GroupPlan *gp, unsigned min_cpus, const char *prefix) {
+static void place_pack(Planner *p, GroupPlan *gp) {
         char what[200];
         bool fits;
         int before;
@@ -378,13 +384,13 @@ static void place_pack(Planner *p, GroupPlan *gp, unsigned min_cpus, const char 
                                  cpus_of(there));
         }
         before = cpumask_count(&gp->proposal);
-        extend_to_min(p, &gp->candidates, min_cpus, &gp->proposal);
+        extend_to_min(p, &gp->candidates, gp->min_cpus, &gp->proposal);
         gp->reason[0] = 0;
-        reason_append(gp->reason, "%s%s", isempty(prefix) ? gp->prefix : prefix, what);
+        reason_append(gp->reason, "%s%s", gp->prefix, what);
         if (cpumask_count(&gp->proposal) > before)
-                reason_append(gp->reason, ", widened to %d CPUs by MinCPUs=%u", cpumask_count(&gp->proposal), min_cpus);
-        else if (min_cpus > 0 && (unsigned) cpumask_count(&gp->proposal) < min_cpus)
-                reason_append(gp->reason, ", only %d allowed CPUs for MinCPUs=%u", cpumask_count(&gp->proposal), min_cpus);
+                reason_append(gp->reason, ", widened to %d CPUs by MinCPUs=%u", cpumask_count(&gp->proposal), gp->min_cpus);
+        else
+                describe_min_cpus_short(gp, gp->reason);
         describe_fit(gp, gp->reason);
         energy_spread(p->t, &gp->proposal, gp->demand, p->cpu_util);
         energy_spread(p->t, &gp->proposal, gp->util, p->cpu_energy);
@@ -395,20 +401,17 @@ static void place_pack(Planner *p, GroupPlan *gp, unsigned min_cpus, const char 
  * with packed[i] set are packed, the other chosen groups spread. Returns the plan's energy; sets
  * *ret_admissible to false when a chosen group that is packed has a CPU over 80% busy.
  */
-static double lay_down(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t n, const bool *packed,
-                       bool *ret_admissible) {
+static double lay_down(Planner *p, GroupPlan *gps, size_t n, const bool *packed, bool *ret_admissible) {
         const Topology *t = p->t;
         bool admissible = true;
 
         memcpy(p->cpu_util, p->base_util, sizeof(double) * t->n_cpus);
         memcpy(p->cpu_energy, p->base_energy, sizeof(double) * t->n_cpus);
         for (size_t i = 0; i < n; i++) {
-                unsigned min_cpus = groups[i].config ? groups[i].config->min_cpus : 0;
-
                 if (gps[i].mode == PLACE_PACK || (gps[i].mode == PLACE_CHOOSE && packed[i]))
-                        place_pack(p, &gps[i], min_cpus, "");
+                        place_pack(p, &gps[i]);
                 else if (gps[i].mode == PLACE_CHOOSE)
-                        place_spread(p, &gps[i], min_cpus);
+                        place_spread(p, &gps[i]);
                 else
                         continue;
 
@@ -441,7 +444,7 @@ static bool cheaper(double e_new, double e_old, bool leaving) {
         return leaving ? e_new < e_old * (1.0 - POLICY_CHOICE_MARGIN) : e_new < e_old;
 }
 
-static int choose(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t n, const int *previous) {
+static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
         _cleanup_free_ bool *packed = new0(bool, MAX(n, 1u)), *all = new0(bool, MAX(n, 1u));
         double e, e_spread, e_pack;
         bool any = false, adm, have_previous = false;
@@ -453,15 +456,15 @@ static int choose(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t 
                 have_previous = have_previous || (gps[i].mode == PLACE_CHOOSE && previous && previous[i] >= 0);
         }
         if (!any) {
-                (void) lay_down(p, groups, gps, n, packed, NULL);
+                (void) lay_down(p, gps, n, packed, NULL);
                 return 0;
         }
 
         /* The uniform plans; ties go to packing. */
-        e_spread = lay_down(p, groups, gps, n, packed, NULL);
+        e_spread = lay_down(p, gps, n, packed, NULL);
         for (size_t i = 0; i < n; i++)
                 all[i] = gps[i].mode == PLACE_CHOOSE;
-        e_pack = lay_down(p, groups, gps, n, all, &adm);
+        e_pack = lay_down(p, gps, n, all, &adm);
         if (!adm)
                 e_pack = INFINITY;
 
@@ -469,7 +472,7 @@ static int choose(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t 
         if (have_previous) {
                 for (size_t i = 0; i < n; i++)
                         packed[i] = gps[i].mode == PLACE_CHOOSE && (previous[i] < 0 || previous[i] > 0);
-                e = lay_down(p, groups, gps, n, packed, &adm);
+                e = lay_down(p, gps, n, packed, &adm);
                 if (!adm)
                         e = INFINITY;
         } else
@@ -493,7 +496,7 @@ static int choose(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t 
                                 continue;
                         leaving = previous && previous[i] >= 0 && (previous[i] > 0) == packed[i];
                         packed[i] = !packed[i];
-                        e_flip = lay_down(p, groups, gps, n, packed, &adm);
+                        e_flip = lay_down(p, gps, n, packed, &adm);
                         if (adm && (cheaper(e_flip, e, leaving) || (e_flip == e && packed[i] && !leaving))) {
                                 e = e_flip;
                                 changed = true;
@@ -518,10 +521,10 @@ static int choose(Planner *p, const PolicyGroup *groups, GroupPlan *gps, size_t 
                         if (gps[i].mode != PLACE_CHOOSE)
                                 continue;
                         packed[i] = !packed[i];
-                        e_other[i] = lay_down(p, groups, gps, n, packed, &adm_other[i]);
+                        e_other[i] = lay_down(p, gps, n, packed, &adm_other[i]);
                         packed[i] = !packed[i];
                 }
-                (void) lay_down(p, groups, gps, n, packed, NULL);
+                (void) lay_down(p, gps, n, packed, NULL);
 
                 for (size_t i = 0; i < n; i++) {
                         GroupPlan *gp = &gps[i];
@@ -781,17 +784,16 @@ static int place_with_history(Planner *p, const PolicyGroup *groups, GroupPlan *
                 if (gp->mode != PLACE_SPREAD)
                         unspread(t, &where[i], gp->demand, after, scratch);
                 if (gp->mode == PLACE_PACK) {
-                        unsigned min_cpus = groups[i].config ? groups[i].config->min_cpus : 0;
                         CpuMask first, all, cur;
 
                         memcpy(p->cpu_util, before, sizeof(double) * t->n_cpus);
-                        place_pack(p, gp, min_cpus, "");
+                        place_pack(p, gp);
                         first = gp->proposal;
 
                         for (size_t k = 0; k < t->n_cpus; k++)
                                 p->cpu_util[k] = before[k] + after[k];
                         (void) pack(p, &gp->candidates, gp->demand, &all);
-                        extend_to_min(p, &gp->candidates, min_cpus, &all);
+                        extend_to_min(p, &gp->candidates, gp->min_cpus, &all);
                         cpumask_and(&cur, &previous, &gp->candidates);
                         cpumask_and(&all, &all, &cur);
                         cpumask_or(&gp->proposal, &first, &all);
@@ -827,7 +829,7 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
         double demand = g->util;
         unsigned nr = MAX(g->nr_threads, 1u);
 
-        *gp = (GroupPlan){ .mode = PLACE_LEAVE };
+        *gp = (GroupPlan){ .mode = PLACE_LEAVE, .min_cpus = c ? c->min_cpus : 0 };
         *r = (PolicyResult){ .cpus = g->cpus, .shares = g->shares };
 
         if (c && c->shares > 0) {
@@ -936,6 +938,7 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
                 break;
         case POLICY_POWER:
                 gp->mode = PLACE_PACK;
+                snprintf(gp->prefix, sizeof gp->prefix, "power: ");
                 break;
         default:
                 gp->policy = POLICY_BALANCED;
@@ -943,12 +946,12 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
                         gp->mode = PLACE_CHOOSE;
                 else {
                         usec_t th = burst_threshold(t, &gp->candidates);
+                        bool short_bursts = g->avg_slice_usec > 0 && g->avg_slice_usec < th;
 
-                        gp->short_bursts = g->avg_slice_usec > 0 && g->avg_slice_usec < th;
                         gp->burst_usec = g->avg_slice_usec;
-                        gp->mode = gp->short_bursts ? PLACE_PACK : PLACE_SPREAD;
-                        if (gp->short_bursts)
-                                snprintf(gp->reason, sizeof gp->reason, "balanced: short bursts (%" PRIu64 " µs < %" PRIu64
+                        gp->mode = short_bursts ? PLACE_PACK : PLACE_SPREAD;
+                        if (short_bursts)
+                                snprintf(gp->prefix, sizeof gp->prefix, "balanced: short bursts (%" PRIu64 " µs < %" PRIu64
                                          " µs residency), packed: ", g->avg_slice_usec, th);
                 }
                 break;
@@ -1051,23 +1054,11 @@ int policy_plan(
                 }
         for (size_t i = 0; i < n; i++)
                 if (ret[i].managed && gps[i].mode == PLACE_SPREAD) {
-                        unsigned min_cpus = groups[i].config ? groups[i].config->min_cpus : 0;
-
-                        place_spread(&p, &gps[i], min_cpus);
+                        place_spread(&p, &gps[i]);
                         spread_reason(&gps[i], gps[i].reason);
-                        if (min_cpus > 0 && (unsigned) cpumask_count(&gps[i].proposal) < min_cpus)
-                                reason_append(gps[i].reason, ", only %d allowed CPUs for MinCPUs=%u",
-                                              cpumask_count(&gps[i].proposal), min_cpus);
+                        describe_min_cpus_short(&gps[i], gps[i].reason);
                 }
         /* Packed and chosen groups, in order, each on top of what is there. */
-        for (size_t i = 0; i < n; i++) {
-                if (!ret[i].managed || gps[i].mode != PLACE_PACK)
-                        continue;
-                if (gps[i].short_bursts)
-                        snprintf(gps[i].prefix, sizeof gps[i].prefix, "%s", gps[i].reason);
-                else
-                        snprintf(gps[i].prefix, sizeof gps[i].prefix, "power: ");
-        }
         memcpy(p.base_util, p.cpu_util, sizeof(double) * t->n_cpus);
         memcpy(p.base_energy, p.cpu_energy, sizeof(double) * t->n_cpus);
         {
@@ -1080,7 +1071,7 @@ int policy_plan(
                 for (size_t i = 0; i < n; i++)
                         previous[i] = history && history[i].choice != POLICY_CHOICE_NONE ?
                                         history[i].choice == POLICY_CHOICE_PACKED : -1;
-                r = choose(&p, groups, gps, n, previous);
+                r = choose(&p, gps, n, previous);
                 if (r < 0) {
                         planner_done(&p);
                         return r;
