@@ -147,6 +147,13 @@ static bool want_task_tracking(const Manager *m) {
         return false;
 }
 
+/* What the command line and the configuration decide: the policy, dry run, thread tracking. */
+static void apply_settings(Manager *m) {
+        m->policy = m->args.policy ? policy_from_string(m->args.policy) : m->config->policy;
+        m->dry_run = m->args.dry_run || m->config->dry_run;
+        m->task_tracking = want_task_tracking(m);
+}
+
 static void update_capacities(Manager *m) {
         for (int cpu = 0; cpu < CPUMASK_MAX; cpu++) {
                 const TopoCpu *c = topology_cpu(m->topology, cpu);
@@ -784,10 +791,7 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
         sampling_set_config(m->sampling, m->config);
         config_free(old);
 
-        if (!m->args.policy)
-                m->policy = m->config->policy;
-        m->dry_run = m->args.dry_run || m->config->dry_run;
-        m->task_tracking = want_task_tracking(m);
+        apply_settings(m);
         sampling_set_task_tracking(m->sampling, m->task_tracking);
         for (size_t i = 0; i < m->n_groups; i++)
                 m->groups[i].target_known = false; /* Backend= may have changed */
@@ -832,8 +836,6 @@ int manager_new(const Args *args, Manager **ret) {
         r = config_load(args->config_file, &m->config);
         if (r < 0)
                 return r; /* logged, with FILE:LINE */
-        m->policy = args->policy ? policy_from_string(args->policy) : m->config->policy;
-        m->dry_run = args->dry_run || m->config->dry_run;
 
         r = rootdir_open("/", &m->sysfs);
         if (r < 0)
@@ -844,6 +846,7 @@ int manager_new(const Args *args, Manager **ret) {
         r = topology_load(m->sysfs, &m->topology);
         if (r < 0)
                 return log_error_errno(r, "Failed to read the CPU topology: %m");
+        apply_settings(m); /* thread tracking asks the topology */
         m->capacity = new0(unsigned, CPUMASK_MAX);
         if (!m->capacity)
                 return log_oom();
@@ -880,7 +883,6 @@ int manager_new(const Args *args, Manager **ret) {
                         return r;
         }
 
-        m->task_tracking = want_task_tracking(m);
         r = sampling_new(m->proc, m->fs, m->config,
                          &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = m->capacity,
                                              .n_capacity = capacity_entries(m) },
@@ -1014,11 +1016,13 @@ int cmd_restore(const Args *args) {
                 return 1;
         }
         access = (CgroupAccess){ .fs = fs };
+        /* One try, for the first systemd entry: the others would only fail (and say so) again. */
         for (size_t i = 0; i < o->n_entries; i++)
-                if (streq(o->entries[i].hierarchy, "systemd") && !access.bus) {
+                if (streq(o->entries[i].hierarchy, "systemd")) {
                         r = sd_bus_open_system(&access.bus);
                         if (r < 0)
                                 log_warning_errno(r, "Failed to connect to the system bus for systemd units: %m");
+                        break;
                 }
         io = cgroup_io_real(&access);
         r = cg_restore(&io, o, &t->online, false);
