@@ -14,35 +14,17 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
+#include "fixture-util.h"
 
 static char tmpdir[] = "/tmp/peltd-test-apply-fixture-XXXXXX";
 static char statepath[300];
 
 static void put(const char *rel, const char *value) {
-        char path[512];
-        FILE *f;
-
-        snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-        f = fopen(path, "we");
-        assert_non_null(f);
-        fputs(value, f);
-        fclose(f);
+        fx_write(tmpdir, rel, "%s", value);
 }
 
-static char *get(const char *rel) {
-        static char buf[256];
-        char path[512];
-        FILE *f;
-        size_t n;
-
-        snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-        f = fopen(path, "re");
-        assert_non_null(f);
-        n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        buf[strcspn(buf, "\n")] = 0;
-        return buf;
+static const char *get(const char *rel) {
+        return fx_read(tmpdir, rel);
 }
 
 static void mkdirs(const char *rel) {

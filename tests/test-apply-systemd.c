@@ -12,6 +12,7 @@
 #include "peltd/apply-systemd.h"
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
+#include "fixture-util.h"
 #include "private-bus.h"
 
 static PrivateBus pbus;
@@ -136,29 +137,6 @@ static void test_control_group(_unused_ void **state) {
         assert_null(none);
 }
 
-static void write_file(const char *path, const char *s) {
-        FILE *f = fopen(path, "we");
-
-        assert_non_null(f);
-        fputs(s, f);
-        assert_int_equal(fclose(f), 0);
-}
-
-/* A file's content without trailing whitespace, as cgroupfs would show it. */
-static char *read_file(const char *path) {
-        static char buf[64];
-        FILE *f = fopen(path, "re");
-        size_t n;
-
-        assert_non_null(f);
-        n = fread(buf, 1, sizeof buf - 1, f);
-        while (n > 0 && strchr(" \n", buf[n - 1]))
-                n--;
-        buf[n] = 0;
-        fclose(f);
-        return buf;
-}
-
 /*
  * Through the CgroupIO that apply and restore use. Real systemd leaves cpuset.cpus as it was when
  * AllowedCPUs= is reset: the reset empties it (every CPU of the parent), as it was before.
@@ -166,6 +144,7 @@ static char *read_file(const char *path) {
 static void test_io_reset_empties_cpuset(_unused_ void **state) {
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         char dir[] = "/tmp/peltd-test-unified-XXXXXX", file[128], cmd[160];
+        const char *cpus = "system.slice/web.service/cpuset.cpus";
         CgroupAccess access;
         CgroupIO io;
 
@@ -173,8 +152,7 @@ static void test_io_reset_empties_cpuset(_unused_ void **state) {
         snprintf(file, sizeof file, "%s/system.slice/web.service", dir);
         snprintf(cmd, sizeof cmd, "mkdir -p %s", file);
         assert_int_equal(system(cmd), 0);
-        snprintf(file, sizeof file, "%s/system.slice/web.service/cpuset.cpus", dir);
-        write_file(file, "1\n");
+        fx_write(dir, cpus, "1\n");
         assert_int_equal(cgroup_fs_open_v2(dir, &fs), 0);
         access = (CgroupAccess){ .fs = fs, .bus = bus };
         io = cgroup_io_real(&access);
@@ -182,11 +160,11 @@ static void test_io_reset_empties_cpuset(_unused_ void **state) {
         /* Setting it is systemd's to write: the file is left alone. */
         assert_int_equal(io.write(io.userdata, "systemd", "web.service", "AllowedCPUs", "0"), 0);
         assert_string_equal(next_line(), "SetUnitProperties web.service AllowedCPUs=0");
-        assert_string_equal(read_file(file), "1");
+        assert_string_equal(fx_read(dir, cpus), "1");
 
         assert_int_equal(io.write(io.userdata, "systemd", "web.service", "AllowedCPUs", ""), 0);
         assert_string_equal(next_line(), "SetUnitProperties web.service AllowedCPUs=");
-        assert_string_equal(read_file(file), "");
+        assert_string_equal(fx_read(dir, cpus), "");
 
         /* A unit whose cgroup has no cpuset.cpus (no controller, not running): nothing to empty. */
         assert_int_equal(io.write(io.userdata, "systemd", "batch.slice", "AllowedCPUs", ""), 0);

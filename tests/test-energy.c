@@ -3,11 +3,11 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <sys/stat.h>
 #include <cmocka.h>
 
 #include "peltd/energy.h"
 #include "peltd/macro.h"
+#include "fixture-util.h"
 #include "topo-builder.h"
 
 #define assert_close(a, b) assert_true(absdiff((double) (a), (double) (b)) < 1e-6)
@@ -179,35 +179,16 @@ static void test_overutilized(void **state) {
 
 static char tmpdir[] = "/tmp/peltd-test-energy-XXXXXX";
 
-static void put(const char *rel, const char *content) {
-        char path[512], *p;
-        FILE *f;
-
-        snprintf(path, sizeof path, "%s/%s", tmpdir, rel);
-        for (p = strchr(path + strlen(tmpdir) + 1, '/'); p; p = strchr(p + 1, '/')) {
-                *p = 0;
-                (void) mkdir(path, 0755);
-                *p = '/';
-        }
-        f = fopen(path, "we");
-        assert_non_null(f);
-        fputs(content, f);
-        fclose(f);
-}
-
 static void put_state(const char *pd, unsigned khz, unsigned power, int cost) {
-        char rel[256], v[32];
+        char rel[256];
 
         snprintf(rel, sizeof rel, "sys/kernel/debug/energy_model/%s/ps:%u/frequency", pd, khz);
-        snprintf(v, sizeof v, "%u\n", khz);
-        put(rel, v);
+        fx_write(tmpdir, rel, "%u\n", khz);
         snprintf(rel, sizeof rel, "sys/kernel/debug/energy_model/%s/ps:%u/power", pd, khz);
-        snprintf(v, sizeof v, "%u\n", power);
-        put(rel, v);
+        fx_write(tmpdir, rel, "%u\n", power);
         if (cost >= 0) {
                 snprintf(rel, sizeof rel, "sys/kernel/debug/energy_model/%s/ps:%u/cost", pd, khz);
-                snprintf(v, sizeof v, "%d\n", cost);
-                put(rel, v);
+                fx_write(tmpdir, rel, "%d\n", cost);
         }
 }
 
@@ -223,10 +204,10 @@ static void test_kernel_model(void **state) {
         assert_int_equal(energy_model_load(root, &m), -ENOENT);
 
         /* pd0: the LITTLEs, without cost files (older kernels); pd4: the bigs, with them. */
-        put("sys/kernel/debug/energy_model/pd0/cpus", "0-3\n");
+        fx_write(tmpdir, "sys/kernel/debug/energy_model/pd0/cpus", "0-3\n");
         put_state("pd0", 500000, 50, -1);
         put_state("pd0", 1000000, 200, -1);
-        put("sys/kernel/debug/energy_model/pd4/cpus", "4-7\n");
+        fx_write(tmpdir, "sys/kernel/debug/energy_model/pd4/cpus", "4-7\n");
         put_state("pd4", 2000000, 1000, 1000);
         put_state("pd4", 1000000, 300, 600);
         assert_int_equal(energy_model_load(root, &m), 0);
@@ -261,11 +242,11 @@ static void test_kernel_model(void **state) {
         topo_build_free(t);
 
         /* A domain without states, or a file that does not parse, is no model / an error. */
-        put("sys/kernel/debug/energy_model/pd8/cpus", "8\n");
+        fx_write(tmpdir, "sys/kernel/debug/energy_model/pd8/cpus", "8\n");
         m = energy_model_free(m);
         assert_int_equal(energy_model_load(root, &m), -ENOENT);
         put_state("pd8", 100000, 10, 5);
-        put("sys/kernel/debug/energy_model/pd8/ps:100000/power", "lots\n");
+        fx_write(tmpdir, "sys/kernel/debug/energy_model/pd8/ps:100000/power", "lots\n");
         assert_int_equal(energy_model_load(root, &m), -EINVAL);
 
         {
