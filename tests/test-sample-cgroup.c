@@ -393,20 +393,28 @@ static void pipe_close(Pipe *p) {
         fx_remove(p->cg_dir);
 }
 
+/* A thread's schedstat (rel, under the proc tree) once it has run run ns in all, a timeslice a ms. */
+static void pipe_schedstat(Pipe *p, const char *rel, uint64_t run) {
+        fx_write(p->proc_dir, rel, "%llu 0 %llu\n", (unsigned long long) run, (unsigned long long) run / MS);
+}
+
+/* /web's usage counters as p->web_usage has them; then a round 100 ms after the last. */
+static void pipe_finish_round(Pipe *p) {
+        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage", "%llu\n", (unsigned long long) p->web_usage);
+        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage_percpu", "%llu 0\n", (unsigned long long) p->web_usage);
+        p->now += 100 * MS;
+        assert_int_equal(sampling_round(p->s, p->now, true), 0);
+}
+
 /* A 100 ms round in which 100 ran 25%, 101 50%, 200 not at all; /web used what its threads did. */
 static void pipe_round(Pipe *p) {
         p->run[0] += 25 * MS;
         p->run[1] += 50 * MS;
         p->web_usage += 75 * MS;
         if (!p->gone100)
-                fx_write(p->proc_dir, "100/task/100/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[0],
-                         (unsigned long long) p->run[0] / MS);
-        fx_write(p->proc_dir, "100/task/101/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[1],
-                 (unsigned long long) p->run[1] / MS);
-        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage", "%llu\n", (unsigned long long) p->web_usage);
-        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage_percpu", "%llu 0\n", (unsigned long long) p->web_usage);
-        p->now += 100 * MS;
-        assert_int_equal(sampling_round(p->s, p->now, true), 0);
+                pipe_schedstat(p, "100/task/100/schedstat", p->run[0]);
+        pipe_schedstat(p, "100/task/101/schedstat", p->run[1]);
+        pipe_finish_round(p);
 }
 
 static const SampledThread *out_thread(Pipe *p, pid_t tid) {
@@ -532,14 +540,9 @@ static void quiet_round(Pipe *p, uint64_t run100, uint64_t run200) {
         p->run[0] += run100;
         p->run[2] += run200;
         p->web_usage += run100;
-        fx_write(p->proc_dir, "100/task/100/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[0],
-                 (unsigned long long) p->run[0] / MS);
-        fx_write(p->proc_dir, "200/task/200/schedstat", "%llu 0 %llu\n", (unsigned long long) p->run[2],
-                 (unsigned long long) p->run[2] / MS);
-        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage", "%llu\n", (unsigned long long) p->web_usage);
-        fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage_percpu", "%llu 0\n", (unsigned long long) p->web_usage);
-        p->now += 100 * MS;
-        assert_int_equal(sampling_round(p->s, p->now, true), 0);
+        pipe_schedstat(p, "100/task/100/schedstat", p->run[0]);
+        pipe_schedstat(p, "200/task/200/schedstat", p->run[2]);
+        pipe_finish_round(p);
 }
 
 /* The proc sampler's number for the next task round (stat is re-read where it % 10 == tid % 10). */
