@@ -510,59 +510,56 @@ static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
         for (size_t i = 0; i < n; i++)
                 gps[i].packed = packed[i];
 
-        {
-                /* Each chosen group's reason names what the other placement would have cost. */
-                _cleanup_free_ double *e_other = new0(double, n);
-                _cleanup_free_ bool *adm_other = new0(bool, n);
+        /* Each chosen group's reason names what the other placement would have cost. */
+        _cleanup_free_ double *e_other = new0(double, n);
+        _cleanup_free_ bool *adm_other = new0(bool, n);
 
-                if (!e_other || !adm_other)
-                        return -ENOMEM;
-                for (size_t i = 0; i < n; i++) {
-                        if (gps[i].mode != PLACE_CHOOSE)
-                                continue;
-                        packed[i] = !packed[i];
-                        e_other[i] = lay_down(p, gps, n, packed, &adm_other[i]);
-                        packed[i] = !packed[i];
-                }
-                (void) lay_down(p, gps, n, packed, NULL);
-
-                for (size_t i = 0; i < n; i++) {
-                        GroupPlan *gp = &gps[i];
-
-                        if (gp->mode != PLACE_CHOOSE)
-                                continue;
-                        if (packed[i]) {
-                                char what[POLICY_REASON_MAX];
-
-                                snprintf(what, sizeof what, "%s", gp->reason);
-                                gp->reason[0] = 0;
-                                if (cpumask_equal(&gp->proposal, &gp->candidates))
-                                        reason_append(gp->reason, "balanced: packed and spread agree: %s", what);
-                                else if (e_other[i] < e)
-                                        reason_append(gp->reason, "balanced: stays packed (spreading saves under %.0f%%: energy %.0f vs %.0f): %s",
-                                                      POLICY_CHOICE_MARGIN * 100, e_other[i], e, what);
-                                else
-                                        reason_append(gp->reason, "balanced: packed costs less (energy %.0f < %.0f spread): %s",
-                                                      e, e_other[i], what);
-                        } else {
-                                if (!adm_other[i])
-                                        snprintf(gp->reason, sizeof gp->reason,
-                                                 "balanced: packing would run a CPU over 80%%, spread over all %d allowed CPUs",
-                                                 cpumask_count(&gp->proposal));
-                                else if (e_other[i] < e)
-                                        snprintf(gp->reason, sizeof gp->reason,
-                                                 "balanced: stays spread over all %d allowed CPUs (packing saves under %.0f%%: energy %.0f vs %.0f)",
-                                                 cpumask_count(&gp->proposal), POLICY_CHOICE_MARGIN * 100, e_other[i], e);
-                                else
-                                        snprintf(gp->reason, sizeof gp->reason,
-                                                 "balanced: spread costs less (energy %.0f <= %.0f packed), all %d allowed CPUs",
-                                                 e, e_other[i], cpumask_count(&gp->proposal));
-                                describe_fit(gp, gp->reason);
-                        }
-                }
-                return 0;
+        if (!e_other || !adm_other)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (gps[i].mode != PLACE_CHOOSE)
+                        continue;
+                packed[i] = !packed[i];
+                e_other[i] = lay_down(p, gps, n, packed, &adm_other[i]);
+                packed[i] = !packed[i];
         }
+        (void) lay_down(p, gps, n, packed, NULL);
 
+        for (size_t i = 0; i < n; i++) {
+                GroupPlan *gp = &gps[i];
+
+                if (gp->mode != PLACE_CHOOSE)
+                        continue;
+                if (packed[i]) {
+                        char what[POLICY_REASON_MAX];
+
+                        snprintf(what, sizeof what, "%s", gp->reason);
+                        gp->reason[0] = 0;
+                        if (cpumask_equal(&gp->proposal, &gp->candidates))
+                                reason_append(gp->reason, "balanced: packed and spread agree: %s", what);
+                        else if (e_other[i] < e)
+                                reason_append(gp->reason, "balanced: stays packed (spreading saves under %.0f%%: energy %.0f vs %.0f): %s",
+                                              POLICY_CHOICE_MARGIN * 100, e_other[i], e, what);
+                        else
+                                reason_append(gp->reason, "balanced: packed costs less (energy %.0f < %.0f spread): %s",
+                                              e, e_other[i], what);
+                } else {
+                        if (!adm_other[i])
+                                snprintf(gp->reason, sizeof gp->reason,
+                                         "balanced: packing would run a CPU over 80%%, spread over all %d allowed CPUs",
+                                         cpumask_count(&gp->proposal));
+                        else if (e_other[i] < e)
+                                snprintf(gp->reason, sizeof gp->reason,
+                                         "balanced: stays spread over all %d allowed CPUs (packing saves under %.0f%%: energy %.0f vs %.0f)",
+                                         cpumask_count(&gp->proposal), POLICY_CHOICE_MARGIN * 100, e_other[i], e);
+                        else
+                                snprintf(gp->reason, sizeof gp->reason,
+                                         "balanced: spread costs less (energy %.0f <= %.0f packed), all %d allowed CPUs",
+                                         e, e_other[i], cpumask_count(&gp->proposal));
+                        describe_fit(gp, gp->reason);
+                }
+        }
+        return 0;
 }
 
 /* The first core in packing order with a candidate CPU outside set: one step wider. */
@@ -1026,19 +1023,15 @@ int policy_plan(
                 PolicyResult *ret) {
 
         _cleanup_free_ GroupPlan *gps = NULL;
-        Planner p;
+        _cleanup_(planner_done) Planner p = {};
         int r;
 
         r = planner_init(&p, t, params);
-        if (r < 0) {
-                planner_done(&p);
+        if (r < 0)
                 return r;
-        }
         gps = new0(GroupPlan, MAX(n, 1u));
-        if (!gps) {
-                planner_done(&p);
+        if (!gps)
                 return -ENOMEM;
-        }
 
         for (size_t i = 0; i < n; i++)
                 classify(&p, &groups[i], history ? &history[i] : NULL, now, &gps[i], &ret[i]);
@@ -1064,18 +1057,14 @@ int policy_plan(
         {
                 _cleanup_free_ int *previous = new0(int, MAX(n, 1u));
 
-                if (!previous) {
-                        planner_done(&p);
+                if (!previous)
                         return -ENOMEM;
-                }
                 for (size_t i = 0; i < n; i++)
                         previous[i] = history && history[i].choice != POLICY_CHOICE_NONE ?
                                         history[i].choice == POLICY_CHOICE_PACKED : -1;
                 r = choose(&p, gps, n, previous);
-                if (r < 0) {
-                        planner_done(&p);
+                if (r < 0)
                         return r;
-                }
                 for (size_t i = 0; history && i < n; i++)
                         history[i].choice = gps[i].mode != PLACE_CHOOSE ? POLICY_CHOICE_NONE :
                                             gps[i].packed ? POLICY_CHOICE_PACKED : POLICY_CHOICE_SPREAD;
@@ -1083,10 +1072,8 @@ int policy_plan(
 
         if (history) {
                 r = place_with_history(&p, groups, gps, history, n, now, ret);
-                if (r < 0) {
-                        planner_done(&p);
+                if (r < 0)
                         return r;
-                }
         }
         for (size_t i = 0; i < n; i++) {
                 if (!ret[i].managed)
@@ -1097,14 +1084,7 @@ int policy_plan(
                 reason_append(ret[i].reason, "%s", gps[i].note);
         }
 
-        r = explain_contention(&p, gps, ret, n);
-        if (r < 0) {
-                planner_done(&p);
-                return r;
-        }
-
-        planner_done(&p);
-        return 0;
+        return explain_contention(&p, gps, ret, n);
 }
 
 int policy_plan_energy(
