@@ -21,17 +21,13 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
 
-static void bus_unrefp(sd_bus **b) {
-        sd_bus_flush_close_unref(*b);
-}
-
 static int fail(const char *what, int r) {
         fprintf(stderr, "systemd-backend: %s: %s\n", what, strerror(-r));
         return 1;
 }
 
 int main(int argc, char **argv) {
-        _cleanup_(bus_unrefp) sd_bus *bus = NULL;
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         int r;
 
         if (argc < 3) {
