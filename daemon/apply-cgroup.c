@@ -21,31 +21,48 @@ void cg_write_done(CgWrite *w) {
         *w = (CgWrite){ 0 };
 }
 
-/* Whether a space-separated controller list holds name. */
-static bool list_has(const char *list, const char *name) {
-        size_t l = strlen(name);
+#define WORD_SEPARATORS " \t\n"
 
-        for (const char *p = list; p && *p;) {
-                p += strspn(p, " \t\n");
-                if (strncmp(p, name, l) == 0 && (p[l] == 0 || strchr(" \t\n", p[l])))
+/* The next word of a space-separated list at *p (its start and length), moving *p past it; false at the end. */
+static bool next_word(const char **p, const char **ret, size_t *ret_len) {
+        const char *w = *p + strspn(*p, WORD_SEPARATORS);
+
+        if (!*w)
+                return false;
+        *ret = w;
+        *ret_len = strcspn(w, WORD_SEPARATORS);
+        *p = w + *ret_len;
+        return true;
+}
+
+/* Whether a space-separated controller list holds the len characters at name as a word. */
+static bool list_has_n(const char *list, const char *name, size_t len) {
+        const char *w;
+        size_t l;
+
+        for (const char *p = list; p && next_word(&p, &w, &l);)
+                if (l == len && strneq(w, name, len))
                         return true;
-                p += strcspn(p, " \t\n");
-        }
         return false;
 }
 
+static bool list_has(const char *list, const char *name) {
+        return list_has_n(list, name, strlen(name));
+}
+
+/* Names of controllers in "+name"/"-name" words are at most this long. */
+#define CONTROLLER_NAME_MAX 63
+
 /* Whether a controller list holds what each of the words "+cpuset -cpu ..." asks for. */
 static bool controllers_hold(const char *current, const char *value) {
-        for (const char *p = value + strspn(value, " \t\n"); *p; p += strspn(p, " \t\n")) {
-                size_t l = strcspn(p, " \t\n");
-                char name[64];
+        const char *w;
+        size_t l;
 
-                if ((p[0] != '+' && p[0] != '-') || l < 2 || l > sizeof name)
+        for (const char *p = value; next_word(&p, &w, &l);) {
+                if ((w[0] != '+' && w[0] != '-') || l < 2 || l - 1 > CONTROLLER_NAME_MAX)
                         return false;
-                snprintf(name, sizeof name, "%.*s", (int) (l - 1), p + 1);
-                if (list_has(current, name) != (p[0] == '+'))
+                if (list_has_n(current, w + 1, l - 1) != (w[0] == '+'))
                         return false;
-                p += l;
         }
         return true;
 }
@@ -450,24 +467,21 @@ static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hier
 /* "-cpuset -cpu" for each "+X" of written that original does not list; NULL when there is none. */
 static int controllers_to_disable(const char *original, const char *written, char **ret) {
         _cleanup_free_ char *s = strdup("");
+        const char *w;
+        size_t l;
 
         *ret = NULL;
         if (!s)
                 return -ENOMEM;
-        for (const char *p = written + strspn(written, " \t\n"); *p; p += strspn(p, " \t\n")) {
-                size_t l = strcspn(p, " \t\n");
-                char name[64], *n;
+        for (const char *p = written; next_word(&p, &w, &l);) {
+                char *n;
 
-                if (p[0] == '+' && l >= 2 && l <= sizeof name) {
-                        snprintf(name, sizeof name, "%.*s", (int) (l - 1), p + 1);
-                        if (!list_has(original, name)) {
-                                if (asprintf(&n, "%s%s-%s", s, *s ? " " : "", name) < 0)
-                                        return -ENOMEM;
-                                free(s);
-                                s = n;
-                        }
-                }
-                p += l;
+                if (w[0] != '+' || l < 2 || l - 1 > CONTROLLER_NAME_MAX || list_has_n(original, w + 1, l - 1))
+                        continue;
+                if (asprintf(&n, "%s%s-%.*s", s, *s ? " " : "", (int) (l - 1), w + 1) < 0)
+                        return -ENOMEM;
+                free(s);
+                s = n;
         }
         if (*s)
                 *ret = TAKE_PTR(s);
