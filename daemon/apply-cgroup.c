@@ -341,9 +341,13 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                                                        w[i].value, w[i].group);
                 }
                 r = io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &w[i].old);
-                if (r == -ENOENT && initial_value(w, n, &w[i])) {
-                        w[i].old = strdup(initial_value(w, n, &w[i]));
-                        r = w[i].old ? 0 : -ENOMEM;
+                if (r == -ENOENT) {
+                        const char *initial = initial_value(w, n, &w[i]);
+
+                        if (initial) {
+                                w[i].old = strdup(initial);
+                                r = w[i].old ? 0 : -ENOMEM;
+                        }
                 }
                 if (r < 0)
                         return w[i].error = r;
