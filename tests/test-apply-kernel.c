@@ -161,6 +161,17 @@ static void test_narrow_widen_restore(_unused_ void **state) {
                 cg_write_done(&bad[i]);
 }
 
+/* p for group, written in one batch. */
+static void place(Originals *o, Placement *p, const char *group) {
+        CgWrite *w = NULL;
+        size_t n = 0;
+
+        p->group = group;
+        assert_int_equal(placement_writes(&io, o, p, &w, &n), 0);
+        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        cg_writes_free(w, n);
+}
+
 /*
  * v2: /base/g/c with a task in c, and /base/h without tasks; cpuset and cpu enabled for base's
  * children (by the test) but not for g's. Placing c must enable them in g (base and the root
@@ -170,8 +181,6 @@ static void test_narrow_widen_restore(_unused_ void **state) {
  */
 static void test_v2_place_restore(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite *w = NULL;
-        size_t n = 0;
         char g[96], c[96], h[96], last[8];
         int lastcpu = cpumask_last(&online);
         Placement p = { .shares = 2048, .target = APPLY_V2 };
@@ -200,19 +209,10 @@ static void test_v2_place_restore(_unused_ void **state) {
         sh("echo %d > %s%s/cgroup.procs", (int) task, UNIFIED_MOUNT, c);
 
         assert_int_equal(originals_load(statepath, &o), 0);
-        p.group = g;
         assert_int_equal(cpumask_parse_list(last, &p.cpus), 0);
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
-        cg_writes_free(w, n);
-        p.group = c;
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
-        cg_writes_free(w, n);
-        p.group = h;
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
-        cg_writes_free(w, n);
+        place(o, &p, g);
+        place(o, &p, c);
+        place(o, &p, h);
         assert_string_equal(get("unified", h, "cpuset.cpus"), last);
 
         assert_string_equal(get("unified", g, "cpuset.cpus"), last);
