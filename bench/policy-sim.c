@@ -150,7 +150,7 @@ static double compact_capacity(const Topology *t, uint64_t set) {
                 int n = __builtin_popcountll(core);
 
                 if (n > 0)
-                        cap += t->cpus[__builtin_ctzll(core)].capacity * (n >= 2 ? 1.2 : 1.0);
+                        cap += t->cpus[__builtin_ctzll(core)].capacity * (n >= 2 ? ENERGY_SMT_FACTOR : 1.0);
         }
         return cap;
 }

@@ -14,8 +14,7 @@
 #define EM_PACKAGE_COST 30.0
 #define EM_CORE_COST 5.0
 #define EM_WORK_COST_PER_1024 10.0
-/* A core's second thread adds 20% capacity. */
-#define EM_SMT_FACTOR 1.2
+/* A core's second thread adds 20% capacity: ENERGY_SMT_FACTOR (energy.h). */
 
 /*
  * Asymmetric: each class is one frequency domain with three operating points at 40%, 70% and 100%
@@ -54,7 +53,7 @@ double energy_set_capacity(const Topology *t, const CpuMask *set) {
         }
         for (size_t g = 0; g < t->n_smt_groups; g++)
                 if (n[g] > 0)
-                        total += cap[g] * (n[g] >= 2 ? EM_SMT_FACTOR : 1.0);
+                        total += cap[g] * (n[g] >= 2 ? ENERGY_SMT_FACTOR : 1.0);
         return total;
 }
 
@@ -252,7 +251,7 @@ bool energy_overutilized(const Topology *t, const double *cpu_util, const CpuMas
                 }
         }
         for (size_t g = 0; g < t->n_smt_groups; g++)
-                if (in[g] && busy[g] > 0 && !util_fits_capacity(util[g], cap[g] * (busy[g] >= 2 ? EM_SMT_FACTOR : 1.0)))
+                if (in[g] && busy[g] > 0 && !util_fits_capacity(util[g], cap[g] * (busy[g] >= 2 ? ENERGY_SMT_FACTOR : 1.0)))
                         return true;
         return false;
 }

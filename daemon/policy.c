@@ -289,7 +289,7 @@ static bool pack(const Planner *p, const CpuMask *candidates, double demand, Cpu
                         if (cpumask_test(candidates, cpu))
                                 (void) cpumask_set(&set, cpu);
                 }
-                cap += core_cap * (n >= 2 ? 1.2 : 1.0);
+                cap += core_cap * (n >= 2 ? ENERGY_SMT_FACTOR : 1.0);
                 occ += core_occ;
                 last_class = cls;
         }

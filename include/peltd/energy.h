@@ -84,6 +84,9 @@ bool energy_overutilized(const Topology *t, const double *cpu_util, const CpuMas
  */
 double energy_set_capacity(const Topology *t, const CpuMask *set);
 
+/* A core's capacity × this where two or more of its SMT threads are used: the second adds 20%. */
+#define ENERGY_SMT_FACTOR 1.2
+
 /* The kernel's fit rule with its 20% margin: util * 1280 < capacity * 1024. */
 static inline bool util_fits_capacity(double util, double capacity) {
         return util * 1280.0 < capacity * 1024.0;
