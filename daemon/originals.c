@@ -252,8 +252,11 @@ int originals_record(Originals *o, const char *hierarchy, const char *group, con
         int r;
 
         if (e) {
-                char *w = strdup(written), *old = e->written;
+                char *w, *old = e->written;
 
+                if (streq(old, written))
+                        return 0; /* saved already */
+                w = strdup(written);
                 if (!w)
                         return -ENOMEM;
                 e->written = w;

@@ -47,7 +47,8 @@ const Original *originals_find(const Originals *o, const char *hierarchy, const 
 
 /*
  * Records that `written` is about to be written where `original` was found, and saves the file.
- * An existing entry keeps its original and takes the new written value. On failure nothing is
+ * An existing entry keeps its original and takes the new written value (the file is not saved
+ * again when the entry holds that value already). On failure nothing is
  * recorded (in memory or on disk) and the caller must not write.
  */
 int originals_record(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
