@@ -289,14 +289,9 @@ static int not_readable(int r) {
         return r;
 }
 
-static void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
 static int load_domain(const RootDir *root, const char *name, EnergyPerfDomain *ret) {
         _cleanup_free_ char *dir = NULL, *cpus = NULL;
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         EnergyPerfDomain pd = {};
         bool have_cost = true;
         struct dirent *de;
@@ -366,7 +361,7 @@ static int load_domain(const RootDir *root, const char *name, EnergyPerfDomain *
 
 int energy_model_load(const RootDir *root, EnergyModel **ret) {
         _cleanup_energy_model_ EnergyModel *m = NULL;
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         int r;
 

@@ -30,6 +30,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(RootDir *, rootdir_free);
 /* Opens a file under the root (O_CLOEXEC added); returns the fd or -errno. */
 int rootdir_open_file(const RootDir *r, const char *path, int flags);
 int rootdir_opendir(const RootDir *r, const char *path, DIR **ret);
+static inline void rootdir_closedirp(DIR **d) {
+        if (*d)
+                (void) closedir(*d);
+}
+#define _cleanup_closedir_ _cleanup_(rootdir_closedirp)
 bool rootdir_exists(const RootDir *r, const char *path);
 bool rootdir_is_dir(const RootDir *r, const char *path);
 
