@@ -501,23 +501,26 @@ static int level_id(const Topology *t, const CpuRaw *raw, size_t lo, Level l) {
 }
 
 /*
- * Groups the CPUs of one level by their keys, names each group, and returns the groups with,
- * per CPU, its group's index (ret_index) and id (ret_id).
+ * Groups the CPUs of one level by their keys and names each group: the level's groups, and per CPU
+ * its group's index and id (package_index and package, die_index and die, or cluster_index and
+ * cluster).
  */
-static int build_level(Topology *t, const CpuRaw *raw, Level l, TopoGroup **ret, size_t *ret_n, int *ret_index,
-                       int *ret_id) {
+static int build_level(Topology *t, const CpuRaw *raw, Level l) {
         _cleanup_free_ GroupKey *keys = new0(GroupKey, t->n_cpus);
+        _cleanup_free_ int *index = new0(int, t->n_cpus);
         _cleanup_free_ size_t *first = NULL;
         _cleanup_free_ CpuMask *masks = NULL;
         _cleanup_free_ int *ids = NULL;
+        TopoGroup **groups = l == LEVEL_PACKAGE ? &t->packages : l == LEVEL_DIE ? &t->dies : &t->clusters;
+        size_t *n_groups = l == LEVEL_PACKAGE ? &t->n_packages : l == LEVEL_DIE ? &t->n_dies : &t->n_clusters;
         size_t n;
         int r;
 
-        if (!keys)
+        if (!keys || !index)
                 return -ENOMEM;
         for (size_t i = 0; i < t->n_cpus; i++)
                 keys[i] = level_key(&raw[i], l);
-        r = group_by_key(t->cpus, t->n_cpus, keys, NULL, &masks, &n, ret_index, &first);
+        r = group_by_key(t->cpus, t->n_cpus, keys, NULL, &masks, &n, index, &first);
         if (r < 0)
                 return r;
         ids = new0(int, MAX(n, (size_t) 1));
@@ -525,49 +528,32 @@ static int build_level(Topology *t, const CpuRaw *raw, Level l, TopoGroup **ret,
                 return -ENOMEM;
         for (size_t g = 0; g < n; g++)
                 ids[g] = level_id(t, raw, first[g], l);
-        r = make_topo_groups(masks, n, ids, ret);
+        r = make_topo_groups(masks, n, ids, groups);
         if (r < 0)
                 return r;
-        *ret_n = n;
-        for (size_t i = 0; i < t->n_cpus; i++)
-                ret_id[i] = ids[ret_index[i]];
-        return 0;
-}
-
-static int build_packages(Topology *t, CpuRaw *raw) {
-        _cleanup_free_ int *index = new0(int, t->n_cpus), *id = new0(int, t->n_cpus);
-        int r;
-
-        if (!index || !id)
-                return -ENOMEM;
-        r = build_level(t, raw, LEVEL_PACKAGE, &t->packages, &t->n_packages, index, id);
-        if (r < 0)
-                return r;
+        *n_groups = n;
         for (size_t i = 0; i < t->n_cpus; i++) {
-                t->cpus[i].package_index = index[i];
-                t->cpus[i].package = id[i];
-        }
-        return 0;
-}
+                TopoCpu *c = &t->cpus[i];
 
-static int build_dies(Topology *t, CpuRaw *raw) {
-        _cleanup_free_ int *index = new0(int, t->n_cpus), *id = new0(int, t->n_cpus);
-        int r;
-
-        if (!index || !id)
-                return -ENOMEM;
-        r = build_level(t, raw, LEVEL_DIE, &t->dies, &t->n_dies, index, id);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < t->n_cpus; i++) {
-                t->cpus[i].die_index = index[i];
-                t->cpus[i].die = id[i];
+                switch (l) {
+                case LEVEL_PACKAGE:
+                        c->package_index = index[i];
+                        c->package = ids[index[i]];
+                        break;
+                case LEVEL_DIE:
+                        c->die_index = index[i];
+                        c->die = ids[index[i]];
+                        break;
+                case LEVEL_CLUSTER:
+                        c->cluster_index = index[i];
+                        c->cluster = ids[index[i]];
+                        break;
+                }
         }
         return 0;
 }
 
 static int build_clusters(Topology *t, CpuRaw *raw) {
-        _cleanup_free_ int *index = NULL, *id = NULL;
         bool any_list = false, any_id = false, any_valid_id = false;
         int r;
 
@@ -586,18 +572,10 @@ static int build_clusters(Topology *t, CpuRaw *raw) {
                 return 0;
         }
 
-        index = new0(int, t->n_cpus);
-        id = new0(int, t->n_cpus);
-        if (!index || !id)
-                return -ENOMEM;
-        r = build_level(t, raw, LEVEL_CLUSTER, &t->clusters, &t->n_clusters, index, id);
+        r = build_level(t, raw, LEVEL_CLUSTER);
         if (r < 0)
                 return r;
         t->has_clusters = true;
-        for (size_t i = 0; i < t->n_cpus; i++) {
-                t->cpus[i].cluster_index = index[i];
-                t->cpus[i].cluster = id[i];
-        }
         return 0;
 }
 
@@ -1068,7 +1046,7 @@ int topology_load(const RootDir *root, Topology **ret) {
                 read_cpu_capacity(root, &raw[i]);
                 t->cpus[i].idle_residency_usec = read_idle_residency(root, raw[i].cpu);
         }
-        r = build_packages(t, raw);
+        r = build_level(t, raw, LEVEL_PACKAGE);
         if (r < 0)
                 return r;
 
@@ -1080,7 +1058,7 @@ int topology_load(const RootDir *root, Topology **ret) {
                 read_cluster(root, &t->online, package, &raw[i]);
                 read_smt(root, &t->online, package, &raw[i]);
         }
-        r = build_dies(t, raw);
+        r = build_level(t, raw, LEVEL_DIE); /* after the packages: a die may take its package's id */
         if (r < 0)
                 return r;
         r = build_clusters(t, raw);
