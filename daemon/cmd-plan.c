@@ -10,6 +10,7 @@
 #include "peltd/commands.h"
 #include "peltd/config.h"
 #include "peltd/energy.h"
+#include "peltd/json-util.h"
 #include "peltd/log.h"
 #include "peltd/pelt.h"
 #include "peltd/plan-file.h"
@@ -17,13 +18,8 @@
 #include "peltd/rootdir.h"
 #include "peltd/topology.h"
 
-static void json_putp(struct json_object **o) {
-        if (*o)
-                json_object_put(*o);
-}
-
 static int print_json(Policy policy, const PlanFile *f, const PolicyResult *res, double energy) {
-        _cleanup_(json_putp) struct json_object *root = json_object_new_object();
+        _cleanup_json_ struct json_object *root = json_object_new_object();
         struct json_object *groups = json_object_new_array();
 
         if (!root || !groups)

@@ -4,14 +4,10 @@
 #include <time.h>
 
 #include "peltd/commands.h"
+#include "peltd/json-util.h"
 #include "peltd/log.h"
 #include "peltd/sampling.h"
 #include "peltd/topology.h"
-
-static inline void json_object_putp(json_object **o) {
-        if (*o)
-                json_object_put(*o);
-}
 
 static double slice_us(uint64_t ns) {
         return (double) ns / 1000.0;
@@ -60,7 +56,7 @@ static int group_cmp_util(const void *a, const void *b) {
 }
 
 static int print_json(unsigned rounds, usec_t interval, SampledThread *t, size_t nt, SampledGroup *g, size_t ng) {
-        _cleanup_(json_object_putp) json_object *root = json_object_new_object();
+        _cleanup_json_ json_object *root = json_object_new_object();
         json_object *tasks, *groups;
         int r = 0;
 

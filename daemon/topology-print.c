@@ -4,14 +4,9 @@
 #include <json-c/json.h>
 
 #include "peltd/commands.h"
+#include "peltd/json-util.h"
 #include "peltd/log.h"
 #include "peltd/topology.h"
-
-static inline void json_object_putp(json_object **o) {
-        if (*o)
-                (void) json_object_put(*o);
-}
-#define _cleanup_json_ _cleanup_(json_object_putp)
 
 /* Adds v to the array a, taking ownership of v in every case. */
 static int array_add(json_object *a, json_object *v) {
