@@ -91,6 +91,31 @@ static int split_section(const char *raw, char **ret_name, char **ret_arg) {
         return 0;
 }
 
+/* Forgets the section being read: its keys are skipped until a section opens. */
+static void reset_section(IniState *st) {
+        st->section = NULL;
+        st->section_data = NULL;
+        st->section_bad = true;
+        st->last_key = NULL;
+}
+
+/*
+ * Opens a checked section (after reset_section()) at its header's line, for the keys that follow.
+ * The open function reports its own errors; after one, the section's keys are skipped.
+ */
+static void open_section(IniState *st, const IniSection *sec, unsigned line, const char *arg) {
+        IniPos pos = { .file = st->path, .line = line, .section = sec->name };
+        int r;
+
+        r = sec->open(st->userdata, &pos, arg, &st->section_data);
+        if (r < 0) {
+                st->error = r;
+                return;
+        }
+        st->section = sec;
+        st->section_bad = false;
+}
+
 /*
  * Checks a "[...]" header line as the reader sees it, so that empty unknown sections are caught,
  * and opens the section there when open is set: every header opens its section, one without
@@ -101,14 +126,10 @@ static void check_section_line(IniState *st, const char *line, bool open) {
         const char *close = strchr(line, ']');
         IniPos pos = { .file = st->path, .line = st->lineno };
         const IniSection *sec;
-        int r;
 
         if (open) {
                 st->section_fresh = true;
-                st->section = NULL;
-                st->section_data = NULL;
-                st->section_bad = true;
-                st->last_key = NULL;
+                reset_section(st);
         }
         if (!close) {
                 st->error = ini_error(&pos, NULL, "Section header without a closing ']'.");
@@ -128,15 +149,7 @@ static void check_section_line(IniState *st, const char *line, bool open) {
                 st->error = ini_error(&pos, NULL, "Section [%s] takes no argument, got \"%s\".", name, arg);
         if (!open || st->error < 0)
                 return;
-
-        pos.section = sec->name;
-        r = sec->open(st->userdata, &pos, arg, &st->section_data);
-        if (r < 0) {
-                st->error = r;
-                return;
-        }
-        st->section = sec;
-        st->section_bad = false;
+        open_section(st, sec, st->lineno, arg);
 }
 
 /* inih's reader: one line per call, as fgets would; refuses what inih would cut silently. */
@@ -225,37 +238,26 @@ static int handler(void *user, const char *section, const char *name, const char
                         return (st->error = log_oom()), 1;
         } else if (!st->section_raw || !streq(st->section_raw, section)) {
                 _cleanup_free_ char *sname = NULL, *arg = NULL;
+                const IniSection *sec;
 
                 /* A new section: open it (the reader already reported unknown ones). */
                 free(st->section_raw);
                 st->section_raw = strdup(section);
                 if (!st->section_raw)
                         return (st->error = log_oom()), 1;
-                st->section = NULL;
-                st->section_data = NULL;
-                st->section_bad = false;
-                st->last_key = NULL;
+                reset_section(st);
 
                 if (isempty(section)) {
-                        st->section_bad = true;
                         st->error = ini_error(&pos, value, "Key outside of any section.");
                         return 1;
                 }
                 if (split_section(section, &sname, &arg) < 0)
                         return (st->error = log_oom()), 1;
-                st->section = find_section(st->schema, sname);
-                if (!st->section || st->section->has_argument != !!arg) {
-                        st->section_bad = true; /* reported by the reader */
-                        return 1;
-                }
+                sec = find_section(st->schema, sname);
+                if (!sec || sec->has_argument != !!arg)
+                        return 1; /* reported by the reader */
                 /* The section is opened at its first key, but problems with it belong to its header. */
-                IniPos spos = { .file = st->path, .line = st->section_line, .section = st->section->name };
-                r = st->section->open(st->userdata, &spos, arg, &st->section_data);
-                if (r < 0) {
-                        st->section_bad = true;
-                        st->error = r;
-                        return 1;
-                }
+                open_section(st, sec, st->section_line, arg);
         }
         if (st->section_bad)
                 return 1;
