@@ -137,7 +137,7 @@ static int parse_groups(const IniPos *pos, const char *value, const IniKey *key,
         return ini_parse_globs(pos, value, key, data);
 }
 
-static int parse_cpulist_group(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+int config_parse_allowed_cpus(const IniPos *pos, const char *value, const IniKey *key, void *data) {
         GroupConfig *g = (GroupConfig *) ((uint8_t *) data - offsetof(GroupConfig, allowed_cpus));
         int r = ini_parse_cpulist(pos, value, key, data);
 
@@ -171,7 +171,8 @@ static int open_group(void *userdata, const IniPos *pos, const char *arg, void *
                 return log_oom();
         c->group_configs = n;
         g = &c->group_configs[c->n_group_configs];
-        *g = (GroupConfig){ .policy = POLICY_INVALID, .manage = -1, .source_line = pos->line };
+        *g = (GroupConfig) GROUP_CONFIG_UNSET;
+        g->source_line = pos->line;
         g->source_file = strdup(pos->file);
         if (!g->source_file)
                 return log_oom();
@@ -199,7 +200,7 @@ static const IniKey config_keys[] = {
         { "Daemon", "Backend", parse_backend, offsetof(Config, backend) },
         { "Group", "Shares", ini_parse_u64, offsetof(GroupConfig, shares), 2, 262144 },
         { "Group", "Policy", ini_parse_policy, offsetof(GroupConfig, policy) },
-        { "Group", "AllowedCPUs", parse_cpulist_group, offsetof(GroupConfig, allowed_cpus) },
+        { "Group", "AllowedCPUs", config_parse_allowed_cpus, offsetof(GroupConfig, allowed_cpus) },
         { "Group", "MinCPUs", ini_parse_unsigned, offsetof(GroupConfig, min_cpus), 1, CPUMASK_MAX },
         { "Group", "Manage", ini_parse_tristate, offsetof(GroupConfig, manage) },
         {},

@@ -45,7 +45,7 @@ static int open_group(void *userdata, const IniPos *pos, const char *arg, void *
                 .line = pos->line,
                 .util = NAN,
                 .max_task_util = -1,
-                .config = { .policy = POLICY_INVALID, .manage = -1 },
+                .config = GROUP_CONFIG_UNSET,
         };
         *ret = n;
         return 0;
@@ -57,15 +57,6 @@ static int parse_max_task_util(const IniPos *pos, const char *value, const IniKe
 
         if (r >= 0)
                 g->max_task_util_line = pos->line;
-        return r;
-}
-
-static int parse_allowed_cpus(const IniPos *pos, const char *value, const IniKey *key, void *data) {
-        PlanGroup *g = (PlanGroup *) ((uint8_t *) data - offsetof(PlanGroup, config.allowed_cpus));
-        int r = ini_parse_cpulist(pos, value, key, data);
-
-        if (r >= 0)
-                g->config.has_allowed_cpus = true;
         return r;
 }
 
@@ -84,7 +75,7 @@ static const IniKey plan_keys[] = {
         { "Group", "MaxTaskUtil", parse_max_task_util, offsetof(PlanGroup, max_task_util), 0, 1024 },
         { "Group", "AvgSliceUSec", ini_parse_u64, offsetof(PlanGroup, avg_slice_usec), 1, 3600 * USEC_PER_SEC },
         { "Group", "Shares", ini_parse_u64, offsetof(PlanGroup, config.shares), 2, 262144 },
-        { "Group", "AllowedCPUs", parse_allowed_cpus, offsetof(PlanGroup, config.allowed_cpus) },
+        { "Group", "AllowedCPUs", config_parse_allowed_cpus, offsetof(PlanGroup, config.allowed_cpus) },
         { "Group", "MinCPUs", ini_parse_unsigned, offsetof(PlanGroup, config.min_cpus), 1, CPUMASK_MAX },
         { "Group", "Policy", ini_parse_policy, offsetof(PlanGroup, config.policy) },
         { "Group", "Manage", ini_parse_tristate, offsetof(PlanGroup, config.manage) },
@@ -134,7 +125,7 @@ int plan_file_load(const char *path, PlanFile **ret) {
 void plan_group_merge(const PlanGroup *g, const GroupConfig *config, GroupConfig *ret) {
         const GroupConfig *p = &g->config;
 
-        *ret = config ? *config : (GroupConfig){ .policy = POLICY_INVALID, .manage = -1 };
+        *ret = config ? *config : (GroupConfig) GROUP_CONFIG_UNSET;
         ret->path = g->path;
         ret->source_file = NULL;
         ret->source_line = g->line;

@@ -46,6 +46,17 @@ typedef struct GroupConfig {
         unsigned source_line;
 } GroupConfig;
 
+/* A GroupConfig with every setting unset: (GroupConfig) GROUP_CONFIG_UNSET. */
+#define GROUP_CONFIG_UNSET { .policy = POLICY_INVALID, .manage = -1 }
+
+/*
+ * The INI parser of AllowedCPUs= (an IniKey's parse function): data points at a GroupConfig's
+ * allowed_cpus; has_allowed_cpus is set when the list parses.
+ */
+struct IniPos;
+struct IniKey;
+int config_parse_allowed_cpus(const struct IniPos *pos, const char *value, const struct IniKey *key, void *data);
+
 typedef struct Config {
         Policy policy;
         usec_t sample_interval_usec;
