@@ -10,6 +10,7 @@ here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 duty=$2
 . "$here/machine-lock.sh"
+. "$here/cgroup-lib.sh"
 
 id=peltd-test-daemon-$$
 tmp=$(mktemp -d "/tmp/$id.XXXXXX")
@@ -21,19 +22,9 @@ workload_pids=()
 took_cpu1_offline=0
 failures=0
 
-if [[ -f /sys/fs/cgroup/cgroup.controllers && ! -d /sys/fs/cgroup/cpuset ]]; then
-        mode=v2
-        hier=(/sys/fs/cgroup)
-        cpuset_root=/sys/fs/cgroup
-        cpu_root=/sys/fs/cgroup
-        shares_file=cpu.weight
-else
-        mode=v1
-        hier=(/sys/fs/cgroup/cpuset /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct)
-        cpuset_root=/sys/fs/cgroup/cpuset
-        cpu_root=/sys/fs/cgroup/cpu
-        shares_file=cpu.shares
-fi
+cg_detect
+shares_file=cpu.shares
+[[ $mode == v2 ]] && shares_file=cpu.weight
 all_cpus=$(cat /sys/devices/system/cpu/online)
 
 stop_daemon() {
@@ -54,9 +45,7 @@ cleanup() {
         if ((took_cpu1_offline)); then
                 echo 1 > /sys/devices/system/cpu/cpu1/online
         fi
-        for h in "${hier[@]}"; do
-                [[ -d $h/$id ]] && find "$h/$id" -depth -type d -exec rmdir {} + 2>/dev/null
-        done
+        cg_remove "/$id"
         rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -68,21 +57,6 @@ fail() {
         tail -n 40 "$log" 2>/dev/null
         echo "-------------------"
         failures=$((failures + 1))
-}
-
-pass() {
-        echo "ok: $*"
-}
-
-# wait_for SECONDS COMMAND...: polls every 0.1 s until COMMAND succeeds.
-wait_for() {
-        local deadline=$(($(date +%s%N) + $1 * 1000000000))
-        shift
-        while (($(date +%s%N) < deadline)); do
-                "$@" && return 0
-                sleep 0.1
-        done
-        "$@"
 }
 
 cpus_of() { cat "$cpuset_root/$id/$1/cpuset.cpus"; }
@@ -101,24 +75,9 @@ cpu_count() { # a CPU list's size
 
 make_tree() {
         local g
-        for h in "${hier[@]}"; do
-                mkdir -p "$h/$id"
-        done
-        if [[ $mode == v1 ]]; then
-                cat "$cpuset_root/cpuset.mems" > "$cpuset_root/$id/cpuset.mems"
-                echo "$all_cpus" > "$cpuset_root/$id/cpuset.cpus"
-        else
-                echo "+cpuset +cpu" > /sys/fs/cgroup/cgroup.subtree_control
-                echo "+cpuset +cpu" > "/sys/fs/cgroup/$id/cgroup.subtree_control"
-        fi
+        cg_create_top "/$id" "$all_cpus"
         for g in light heavy; do
-                for h in "${hier[@]}"; do
-                        mkdir -p "$h/$id/$g"
-                done
-                if [[ $mode == v1 ]]; then
-                        cat "$cpuset_root/$id/cpuset.mems" > "$cpuset_root/$id/$g/cpuset.mems"
-                        echo "$all_cpus" > "$cpuset_root/$id/$g/cpuset.cpus"
-                fi
+                cg_create "/$id/$g" "$all_cpus"
         done
 }
 
@@ -128,9 +87,7 @@ start_workload() {
         "$duty" "$2" "$3" "$4" >/dev/null &
         pid=$!
         workload_pids+=("$pid")
-        for h in "${hier[@]}"; do
-                echo "$pid" > "$h/$id/$1/cgroup.procs"
-        done
+        cg_attach "/$id/$1" "$pid"
 }
 
 write_config() { # POLICY [extra lines]
@@ -260,11 +217,7 @@ stop_daemon TERM
 
 # ---- a managed group removed mid-run is dropped cleanly ----------------------------------------
 write_config power
-for h in "${hier[@]}"; do mkdir -p "$h/$id/gone"; done
-if [[ $mode == v1 ]]; then
-        cat "$cpuset_root/$id/cpuset.mems" > "$cpuset_root/$id/gone/cpuset.mems"
-        echo "$all_cpus" > "$cpuset_root/$id/gone/cpuset.cpus"
-fi
+cg_create "/$id/gone" "$all_cpus"
 start_daemon
 wait_for 10 grep -q "Managing /$id/gone" "$log" || fail "removed: gone never managed"
 sleep 1.5

@@ -25,21 +25,11 @@ duty=$build/daemon/duty-cycle
 failures=0
 units=()
 
-pass() { echo "ok: $*"; }
+. "$src/tests/cgroup-lib.sh"
+
 fail() {
         echo "FAIL: $*"
         failures=$((failures + 1))
-}
-
-# wait_for SECONDS COMMAND...: polls every 0.1 s until COMMAND succeeds.
-wait_for() {
-        local deadline=$(($(date +%s%N) + $1 * 1000000000))
-        shift
-        while (($(date +%s%N) < deadline)); do
-                "$@" && return 0
-                sleep 0.1
-        done
-        "$@"
 }
 
 cleanup() {

@@ -1,0 +1,79 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced by tests/test-daemon.sh, tests/vm/guest-tests.sh and scripts/run (--demo): polling, "ok:"
+# lines, and a private cgroup subtree in every hierarchy a group lives in (cgroup v1: cpuset, cpu,
+# cpuacct; v2: the unified one). Defines functions only; cg_detect sets the variables the others use.
+
+# wait_for SECONDS COMMAND...: polls every 0.1 s until COMMAND succeeds.
+wait_for() {
+        local deadline=$(($(date +%s%N) + $1 * 1000000000))
+        shift
+        while (($(date +%s%N) < deadline)); do
+                "$@" && return 0
+                sleep 0.1
+        done
+        "$@"
+}
+
+pass() {
+        echo "ok: $*"
+}
+
+# cg_detect: sets mode (v1 or v2), hier (the hierarchies' mount points), cpuset_root and cpu_root.
+cg_detect() {
+        if [[ -f /sys/fs/cgroup/cgroup.controllers && ! -d /sys/fs/cgroup/cpuset ]]; then
+                mode=v2
+                hier=(/sys/fs/cgroup)
+                cpuset_root=/sys/fs/cgroup
+                cpu_root=/sys/fs/cgroup
+        else
+                mode=v1
+                hier=(/sys/fs/cgroup/cpuset /sys/fs/cgroup/cpu /sys/fs/cgroup/cpuacct)
+                cpuset_root=/sys/fs/cgroup/cpuset
+                cpu_root=/sys/fs/cgroup/cpu
+        fi
+}
+
+# cg_create GROUP CPUS: GROUP (a path like /peltd-test-1/light) in every hierarchy, on CPUS (a v1
+# cpuset starts empty: it gets its parent's memory nodes too).
+cg_create() {
+        local h
+        for h in "${hier[@]}"; do
+                mkdir -p "$h$1"
+        done
+        if [[ $mode == v1 ]]; then
+                cat "$cpuset_root${1%/*}/cpuset.mems" > "$cpuset_root$1/cpuset.mems"
+                echo "$2" > "$cpuset_root$1/cpuset.cpus"
+        fi
+}
+
+# cg_create_top GROUP CPUS: cg_create for a group below the root; on v2 the root passes the cpuset
+# and cpu controllers on to it, and it to its children.
+cg_create_top() {
+        cg_create "$@"
+        if [[ $mode == v2 ]]; then
+                echo "+cpuset +cpu" > /sys/fs/cgroup/cgroup.subtree_control
+                echo "+cpuset +cpu" > "/sys/fs/cgroup$1/cgroup.subtree_control"
+        fi
+}
+
+# cg_attach GROUP PID: moves PID into GROUP in every hierarchy.
+cg_attach() {
+        local h
+        for h in "${hier[@]}"; do
+                echo "$2" > "$h$1/cgroup.procs"
+        done
+}
+
+# cg_remove GROUP: removes GROUP and everything below it in every hierarchy, children first. A group
+# is removable once its last task has finished exiting: tries for up to a second.
+cg_remove() {
+        local h
+        for h in "${hier[@]}"; do
+                for _ in 1 2 3 4 5 6 7 8 9 10; do
+                        [[ -d $h$1 ]] || break
+                        find "$h$1" -depth -type d -exec rmdir {} + 2>/dev/null && break
+                        sleep 0.1
+                done
+        done
+        return 0
+}
