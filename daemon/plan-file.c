@@ -5,11 +5,6 @@
 #include "peltd/log.h"
 #include "peltd/plan-file.h"
 
-typedef struct PlanState {
-        PlanFile *file;
-        const char *path;
-} PlanState;
-
 PlanFile *plan_file_free(PlanFile *p) {
         if (!p)
                 return NULL;
@@ -21,8 +16,7 @@ PlanFile *plan_file_free(PlanFile *p) {
 }
 
 static int open_group(void *userdata, const IniPos *pos, const char *arg, void **ret) {
-        PlanState *st = userdata;
-        PlanFile *f = st->file;
+        PlanFile *f = userdata;
         _cleanup_free_ char *path = NULL;
         PlanGroup *n;
         int r;
@@ -86,15 +80,13 @@ static const IniSchema plan_schema = { plan_sections, plan_keys };
 
 int plan_file_load(const char *path, PlanFile **ret) {
         _cleanup_plan_file_ PlanFile *f = NULL;
-        PlanState st = { .path = path };
         int r, error = 0;
 
         f = new0(PlanFile, 1);
         if (!f)
                 return log_oom();
-        st.file = f;
 
-        r = ini_load(path, &plan_schema, &st);
+        r = ini_load(path, &plan_schema, f);
         if (r == -ENOENT)
                 return log_error_errno(r, "Failed to open %s: %m", path);
         if (r < 0)
