@@ -47,6 +47,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(PlanFile *, plan_file_free);
 
 /*
  * A group's settings with the daemon configuration's [Group PATH] under them (config may be NULL):
- * the plan file's keys win, key by key. ret->path and ret->source_file point into the plan group.
+ * the plan file's keys win, key by key. ret->path points into the plan group; ret->source_file is
+ * NULL and ret->source_line the line of its section header.
  */
 void plan_group_merge(const PlanGroup *g, const GroupConfig *config, GroupConfig *ret);
