@@ -114,7 +114,6 @@ int cmd_plan(const Args *args) {
 
         for (size_t i = 0; i < f->n_groups; i++) {
                 const PlanGroup *pg = &f->groups[i];
-                unsigned tasks = pg->tasks > 0 ? pg->tasks : 1;
 
                 plan_group_merge(pg, config ? config_find_group(config, pg->path) : NULL, &merged[i]);
                 /* Shares= defaults to 1024 (nice 0) in a plan file; the result shows what it would be. */
@@ -125,8 +124,9 @@ int cmd_plan(const Args *args) {
                         .util = pg->util,
                         .runnable = pg->util,
                         .load = (double) pelt_group_load(merged[i].shares, (uint64_t) llround(pg->util)),
-                        .nr_threads = tasks,
-                        .max_task_util = pg->max_task_util >= 0 ? pg->max_task_util : pg->util / tasks,
+                        /* Unset (0, < 0): the planner takes 1 thread, and Util / Tasks for the biggest. */
+                        .nr_threads = pg->tasks,
+                        .max_task_util = pg->max_task_util,
                         .avg_slice_usec = pg->avg_slice_usec,
                         .shares = merged[i].shares,
                         /* A what-if group has every online CPU now and no parent to stay inside. */
