@@ -10,11 +10,6 @@
 #include "peltd/log.h"
 #include "peltd/parse.h"
 
-static inline void dir_closep(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
 CgroupFs *cgroup_fs_free(CgroupFs *fs) {
         if (!fs)
                 return NULL;
@@ -251,7 +246,7 @@ uint64_t cgroup_shares_to_weight(uint64_t shares) {
 }
 
 static int walk(const RootDir *r, const char *path, cgroup_walk_cb cb, void *userdata, bool top) {
-        _cleanup_(dir_closep) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ char *rel = NULL;
         struct dirent *de;
         int k;

@@ -8,11 +8,6 @@
 #include "peltd/sample-cgroup.h"
 #include "peltd/time-util.h"
 
-static inline void dir_closep(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
 struct CgroupSampler {
         const CgroupFs *fs;
         const Config *config;
@@ -413,7 +408,7 @@ typedef struct Walk {
 } Walk;
 
 static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top) {
-        _cleanup_(dir_closep) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ char *rel = NULL;
         struct dirent *de;
         int k;

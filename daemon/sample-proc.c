@@ -21,11 +21,6 @@
 /* Enough for a burst of forks between two rounds; the kernel doubles it. */
 #define NETLINK_RCVBUF (4 * 1024 * 1024)
 
-static inline void dir_closep(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
 /* ---- tid -> slot: open addressing, linear probing, backward-shift deletion ------------------- */
 
 typedef struct TidMap {
@@ -680,7 +675,7 @@ static int parse_pid(const char *name, pid_t *ret) {
 }
 
 static int rescan(ProcSampler *s) {
-        _cleanup_(dir_closep) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         int k;
 
@@ -694,7 +689,7 @@ static int rescan(ProcSampler *s) {
         s->rescan_gen++;
 
         while ((de = readdir(d))) {
-                _cleanup_(dir_closep) DIR *td = NULL;
+                _cleanup_closedir_ DIR *td = NULL;
                 struct dirent *te;
                 char path[64];
                 pid_t pid, tid;

@@ -51,11 +51,6 @@
 /* A die without die information takes its package's id. */
 #define DIE_ID_OF_PACKAGE INT32_MIN
 
-static inline void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
-
 typedef struct GroupKey {
         int64_t a, b, c;
 } GroupKey;
@@ -181,7 +176,7 @@ static int mask_rep(const CpuMask *mask, const CpuMask *online, int cpu) {
 }
 
 int topology_read_online(const RootDir *root, CpuMask *ret) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ char *cpuinfo = NULL;
         CpuMask m;
         int r, n;
@@ -423,7 +418,7 @@ static void read_smt(const RootDir *root, const CpuMask *online, int package, Cp
 
 /* The highest-level Unified cache of a CPU; in_llc false when it has none. */
 static void read_llc(const RootDir *root, const CpuMask *online, CpuRaw *raw) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         char dir[PATH_SIZE], best[PATH_SIZE] = "";
         struct dirent *de;
         int best_level = -1;
@@ -615,7 +610,7 @@ static int build_smt_llc(Topology *t, CpuRaw *raw) {
 
 /* A node's CPUs: cpulist, else cpumap, else its cpuN links. Returns 0, or -ENOENT when none says. */
 static int read_node_cpus(const RootDir *root, int node, CpuMask *ret) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         char path[PATH_SIZE];
         struct dirent *de;
         bool any = false;
@@ -653,7 +648,7 @@ static int int_cmp(const void *a, const void *b) {
 }
 
 static int build_numa(const RootDir *root, Topology *t) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ int *ids = NULL;
         size_t n_ids = 0, allocated = 0;
         struct dirent *de;
@@ -773,7 +768,7 @@ static int add_policy(Topology *t, Policy *p, int *owner, Policy **policies, siz
 }
 
 static int build_freq_domains(const RootDir *root, Topology *t) {
-        _cleanup_(closedirp) DIR *d = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ Policy *policies = NULL;
         _cleanup_free_ int *owner = new0(int, t->n_cpus);
         _cleanup_free_ GroupKey *keys = NULL;

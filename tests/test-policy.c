@@ -11,12 +11,8 @@
 
 #include "peltd/macro.h"
 #include "peltd/policy.h"
+#include "peltd/rootdir.h"
 #include "topo-builder.h"
-
-static void closedirp(DIR **d) {
-        if (*d)
-                (void) closedir(*d);
-}
 
 static const Policy all_policies[] = { POLICY_POWER, POLICY_PERFORMANCE, POLICY_BALANCED };
 
@@ -970,7 +966,7 @@ static void test_fixtures_asymmetric(void **state) {
 
 static void test_fixtures_every_tree_keeps_invariants(void **state) {
         _unused_ void *s = state;
-        _cleanup_(closedirp) DIR *d = opendir(FIXTURES_DIR);
+        _cleanup_closedir_ DIR *d = opendir(FIXTURES_DIR);
         struct dirent *de;
         unsigned n = 0;
 
