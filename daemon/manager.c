@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-#include <sched.h>
+/*
+ * The Manager: its lifecycle, its event sources (the two round timers, signals, CPU hotplug) and
+ * the rounds they run. Per-group reads live in manager-groups.c, applying and restoring in
+ * manager-apply.c.
+ */
 #include <signal.h>
-#include <time.h>
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-event.h>
 
 #include "peltd/apply-cgroup.h"
-#include "peltd/apply-systemd.h"
 #include "peltd/cgroup-util.h"
 #include "peltd/config.h"
 #include "peltd/energy.h"
@@ -20,75 +22,7 @@
 #include "peltd/sampling.h"
 #include "peltd/topology.h"
 
-/* What the daemon keeps about one managed group between rounds. */
-typedef struct ManagedGroup {
-        char *path;
-        PolicyHistory history;
-
-        /* Read at task rounds and after each change. */
-        bool info_valid;
-        CpuMask cpus;                /* cpuset.cpus (v2: the effective set when empty) */
-        CpuMask allowed;             /* the parent's cpuset */
-        bool has_allowed;
-        CpuMask mems;                /* cpuset.mems node ids */
-        bool has_mems;
-        bool pinned_narrower;
-        bool affinity_checked;       /* its threads' affinity was read at least once */
-
-        /* From its threads, at task rounds. */
-        unsigned nr_threads;
-        double max_task_util;
-        usec_t avg_slice_usec;
-
-        /* How its placement is written. */
-        bool target_known;
-        ApplyTarget target;
-        char *unit;
-
-        char *last_intent;           /* the change last logged as intended (dry run, failures) */
-} ManagedGroup;
-
-struct Manager {
-        Args args;
-        Config *config;
-        Policy policy;               /* the daemon's policy: --policy, else Policy= */
-        bool dry_run;
-
-        sd_event *event;
-        sd_event_source *group_timer;
-        sd_event_source *task_timer;
-        sd_event_source *hotplug_source;
-
-        RootDir *sysfs;
-        RootDir *proc;
-        Topology *topology;
-        EnergyModel *energy_model;
-        unsigned *capacity;          /* per CPU number, CPUMASK_MAX entries, updated in place */
-
-        CgroupFs *fs;
-        CgroupAccess access;         /* its bus: the system bus, for the systemd backend; NULL until needed */
-        CgroupIO io;
-
-        Originals *originals;
-        int lock_fd;
-
-        Sampling *sampling;
-        bool task_tracking;
-
-        ManagedGroup *groups;        /* sorted by path */
-        size_t n_groups;
-        unsigned task_rounds;
-        int sample_error;            /* the last round's sampling error, said once until it changes */
-
-        unsigned n_changes;
-        char last_change[512];
-};
-
-static void managed_group_done(ManagedGroup *g) {
-        free(g->path);
-        free(g->unit);
-        free(g->last_intent);
-}
+#include "manager-internal.h"
 
 Manager *manager_free(Manager *m) {
         if (!m)
@@ -118,12 +52,7 @@ Manager *manager_free(Manager *m) {
 
 /* ---- Helpers ---------------------------------------------------------------------------------- */
 
-static const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
-        cpumask_format(m, buf, size);
-        return buf[0] ? buf : "(none)";
-}
-
-static void notify_status(Manager *m) {
+void manager_notify_status(Manager *m) {
         (void) sd_notifyf(false, "STATUS=Policy %s%s; %zu groups managed; %u changes%s%s", policy_to_string(m->policy),
                           m->dry_run ? " (dry run)" : "", m->n_groups, m->n_changes,
                           m->last_change[0] ? "; last: " : "", m->last_change);
@@ -166,397 +95,6 @@ static size_t capacity_entries(const Manager *m) {
         return (size_t) MAX(cpumask_last(&m->topology->online) + 1, 1);
 }
 
-/* ---- Restoring -------------------------------------------------------------------------------- */
-
-static int restore_all(Manager *m, const char *why) {
-        int r;
-
-        if (m->originals->n_entries == 0)
-                return 0;
-        log_info("Restoring %zu recorded original values (%s)%s.", m->originals->n_entries, why,
-                 m->dry_run ? "; dry run: only saying what would be restored" : "");
-        r = cg_restore(&m->io, m->originals, &m->topology->online, m->dry_run);
-        if (r < 0)
-                return log_error_errno(r, "Failed to restore the original values: %m");
-        if (r > 0)
-                log_error("%d original values could not be restored; they stay recorded in %s.", r, m->config->state_file);
-        return r;
-}
-
-/* ---- Per-group information -------------------------------------------------------------------- */
-
-static ManagedGroup *find_group(Manager *m, const char *path) {
-        size_t lo = 0, hi = m->n_groups;
-
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                int c = strcmp(m->groups[mid].path, path);
-
-                if (c == 0)
-                        return &m->groups[mid];
-                if (c < 0)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return NULL;
-}
-
-/* The managed group a cgroup path belongs to: itself or its nearest managed ancestor. */
-static ManagedGroup *group_of_path(Manager *m, const char *path) {
-        char buf[4096];
-        ManagedGroup *g;
-
-        if (!path || !*path || strlen(path) >= sizeof buf)
-                return NULL;
-        strcpy(buf, path);
-        for (;;) {
-                char *slash;
-
-                g = find_group(m, buf);
-                if (g)
-                        return g;
-                slash = strrchr(buf, '/');
-                if (!slash || slash == buf)
-                        return NULL;
-                *slash = 0;
-        }
-}
-
-static int read_mask(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
-        _cleanup_free_ char *path = cgroup_file_path(group, file);
-
-        if (!path)
-                return -ENOMEM;
-        return rootdir_read_cpulist(root, path, ret);
-}
-
-/*
- * v2: a group whose parent does not pass the cpuset controller on has no cpuset files (peltd enables
- * it when it places the group); it runs on the effective set of its nearest ancestor that has one.
- */
-static int read_effective(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
-        _cleanup_free_ char *g = strdup(group);
-        int r;
-
-        if (!g)
-                return -ENOMEM;
-        for (;;) {
-                char *p;
-
-                r = read_mask(root, g, file, ret);
-                if (r != -ENOENT || streq(g, "/"))
-                        return r;
-                p = cgroup_parent_path(g);
-                if (!p)
-                        return -ENOMEM;
-                free(g);
-                g = p;
-        }
-}
-
-/* The last parent cpuset read: siblings, next to each other in path order, share it. */
-typedef struct ParentCpus {
-        char *path;
-        int r;
-        CpuMask cpus;
-} ParentCpus;
-
-/* cpuset.cpus, the parent's (what the group may hold) and cpuset.mems. */
-static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
-        RootDir *root = cgroup_fs_cpuset_root(m->fs);
-        _cleanup_free_ char *parent = cgroup_parent_path(g->path);
-        bool v2 = m->fs->mode == CGROUP_MODE_V2;
-        CpuMask mems;
-        int r;
-
-        g->info_valid = false;
-        if (!root || !parent)
-                return;
-
-        r = read_mask(root, g->path, "cpuset.cpus", &g->cpus);
-        if (v2 && (r == -ENOENT || (r >= 0 && cpumask_empty(&g->cpus))))
-                r = read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus);
-        if (r < 0) {
-                log_debug_errno(r, "Failed to read the cpuset of %s: %m", g->path);
-                return;
-        }
-        /* v1 keeps a child inside its parent's cpuset.cpus; v2 inside the parent's effective set. */
-        if (!pc->path || !streq(pc->path, parent)) {
-                if (v2)
-                        pc->r = read_effective(root, parent, "cpuset.cpus.effective", &pc->cpus);
-                else
-                        pc->r = read_mask(root, parent, "cpuset.cpus", &pc->cpus);
-                free(pc->path);
-                pc->path = TAKE_PTR(parent);
-        }
-        if (pc->r >= 0)
-                g->allowed = pc->cpus;
-        g->has_allowed = pc->r >= 0 && !cpumask_empty(&pc->cpus);
-        if (v2)
-                r = read_effective(root, g->path, "cpuset.mems.effective", &mems);
-        else
-                r = read_mask(root, g->path, "cpuset.mems", &mems);
-        g->has_mems = r >= 0 && !cpumask_empty(&mems);
-        if (g->has_mems)
-                g->mems = mems;
-        g->info_valid = true;
-}
-
-/* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
-static void resolve_target(Manager *m, ManagedGroup *g) {
-        _cleanup_free_ char *unit = NULL, *cg = NULL;
-        bool delegated = false;
-        int r;
-
-        if (g->target_known)
-                return;
-        g->target_known = true;
-        g->target = m->fs->mode == CGROUP_MODE_V2 ? APPLY_V2 : APPLY_V1;
-        /* Resolved again after a reload: the unit found before is not kept. */
-        free(g->unit);
-        g->unit = NULL;
-
-        if (m->config->backend == BACKEND_CGROUPFS || m->fs->mode != CGROUP_MODE_V2)
-                return;
-        if (m->config->backend == BACKEND_AUTO && !systemd_is_init())
-                return;
-        if (!m->access.bus) {
-                r = sd_bus_open_system(&m->access.bus);
-                if (r < 0) {
-                        log_warning_errno(r, "Failed to connect to the system bus, writing cgroup files directly: %m");
-                        return;
-                }
-        }
-        r = systemd_unit_for_cgroup(m->access.bus, g->path, &unit);
-        if (r < 0) {
-                log_info("%s belongs to no systemd unit; writing its cgroup files.", g->path);
-                return;
-        }
-        r = systemd_unit_delegated(m->access.bus, unit, &delegated);
-        if (r >= 0 && delegated) {
-                log_info("%s (%s) is delegated; writing its cgroup files.", g->path, unit);
-                return;
-        }
-        /*
-         * systemd names the unit of the nearest ancestor for a cgroup below a unit's own: its
-         * AllowedCPUs= would place the whole unit. systemd knows nothing of such a group.
-         */
-        r = systemd_unit_control_group(m->access.bus, unit, &cg);
-        if (r >= 0 && !streq(cg, g->path)) {
-                log_info("%s lies inside %s (%s), not a unit of its own; writing its cgroup files.", g->path, cg, unit);
-                return;
-        }
-        g->target = APPLY_SYSTEMD;
-        g->unit = TAKE_PTR(unit);
-        log_info("%s is owned by %s: placing it through systemd.", g->path, g->unit);
-}
-
-/* Brings the managed list in line with the sampler's groups (both sorted by path). */
-static int sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
-        ManagedGroup *ng;
-        size_t i = 0, j = 0, k = 0;
-
-        ng = new0(ManagedGroup, MAX(n, 1u));
-        if (!ng)
-                return -ENOMEM;
-        while (j < n) {
-                int c = i < m->n_groups ? strcmp(m->groups[i].path, sg[j].path) : 1;
-
-                if (c < 0) {
-                        log_info("%s is gone or no longer managed.", m->groups[i].path);
-                        managed_group_done(&m->groups[i++]);
-                        continue;
-                }
-                if (c == 0) {
-                        ng[k] = m->groups[i++];
-                } else {
-                        ng[k] = (ManagedGroup){ .path = strdup(sg[j].path) };
-                        if (!ng[k].path) {
-                                for (size_t x = 0; x < k; x++)
-                                        managed_group_done(&ng[x]);
-                                free(ng);
-                                return -ENOMEM;
-                        }
-                        log_info("Managing %s.", sg[j].path);
-                }
-                k++;
-                j++;
-        }
-        for (; i < m->n_groups; i++) {
-                log_info("%s is gone or no longer managed.", m->groups[i].path);
-                managed_group_done(&m->groups[i]);
-        }
-        free(m->groups);
-        m->groups = ng;
-        m->n_groups = k;
-        return 0;
-}
-
-/* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
-static void collect_threads(Manager *m) {
-        SampledThread *t = NULL;
-        size_t n = sampling_threads(m->sampling, &t);
-        _cleanup_free_ double *num = new0(double, MAX(m->n_groups, 1u)), *den = new0(double, MAX(m->n_groups, 1u));
-        /* Threads pin themselves rarely: affinity is read for new groups and every tenth task round. */
-        bool all_affinities = m->task_rounds++ % 10 == 0;
-
-        for (size_t i = 0; i < m->n_groups; i++) {
-                ManagedGroup *g = &m->groups[i];
-
-                g->nr_threads = 0;
-                g->max_task_util = 0;
-                if (all_affinities || !g->affinity_checked) {
-                        g->pinned_narrower = false;
-                        g->affinity_checked = false;
-                }
-        }
-        for (size_t i = 0; t && num && den && i < n; i++) {
-                ManagedGroup *g = group_of_path(m, t[i].cgroup);
-                size_t gi;
-                double u = (double) t[i].v.util_avg;
-
-                if (!g)
-                        continue;
-                gi = (size_t) (g - m->groups);
-                g->nr_threads++;
-                g->max_task_util = MAX(g->max_task_util, u);
-                if (t[i].avg_slice_ns > 0) {
-                        /* Weighted by util: the threads that run decide what the group's bursts look like. */
-                        num[gi] += (u + 1) * (double) t[i].avg_slice_ns / 1000.0;
-                        den[gi] += u + 1;
-                }
-                /*
-                 * A thread that pinned itself narrower than its cpuset (sched_setaffinity): leave the
-                 * group alone. The kernel's mask is an array of longs, bit n for CPU n: the layout of
-                 * a CpuMask, so it is read straight into one (one syscall a thread, no bit loop).
-                 */
-                if (g->info_valid && !g->affinity_checked && !g->pinned_narrower) {
-                        CpuMask a, in;
-
-                        cpumask_zero(&a);
-                        if (sched_getaffinity(t[i].tid, sizeof a.bits, (cpu_set_t *) a.bits) < 0)
-                                continue;
-                        cpumask_and(&a, &a, &m->topology->online);
-                        cpumask_and(&in, &g->cpus, &m->topology->online);
-                        if (!cpumask_empty(&a) && cpumask_subset(&a, &in) && !cpumask_equal(&a, &in))
-                                g->pinned_narrower = true;
-                }
-        }
-        for (size_t i = 0; num && den && i < m->n_groups; i++) {
-                m->groups[i].avg_slice_usec = den[i] > 0 ? (usec_t) (num[i] / den[i]) : 0;
-                if (m->groups[i].info_valid)
-                        m->groups[i].affinity_checked = true;
-        }
-}
-
-/* ---- Applying --------------------------------------------------------------------------------- */
-
-static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, const CpuMask *old_cpus,
-                       uint64_t old_shares, bool shares_changed) {
-        char oldb[128], newb[128], demand[32], shares[64], f_group[4200], f_cpus[160], f_old[160], f_policy[64],
-                f_demand[64], f_shares[64], f_reason[POLICY_REASON_MAX + 32];
-        const char *fields[] = { f_group, f_cpus, f_old, f_policy, f_demand, f_shares, f_reason, NULL };
-        char tbuf[32];
-        time_t now = time(NULL);
-        struct tm tm;
-
-        fmt_cpus(old_cpus, oldb, sizeof oldb);
-        if (cpumask_empty(old_cpus))
-                strcpy(oldb, "(none)");
-        fmt_cpus(&res->cpus, newb, sizeof newb);
-        snprintf(demand, sizeof demand, "%.2f", res->demand / 1024.0);
-        if (shares_changed)
-                snprintf(shares, sizeof shares, ", shares %" PRIu64 " -> %" PRIu64, old_shares, res->shares);
-        else
-                shares[0] = 0;
-
-        snprintf(f_group, sizeof f_group, "PELTD_GROUP=%s", g->path);
-        snprintf(f_cpus, sizeof f_cpus, "PELTD_CPUS=%s", newb);
-        snprintf(f_old, sizeof f_old, "PELTD_OLD_CPUS=%s", oldb);
-        snprintf(f_policy, sizeof f_policy, "PELTD_POLICY=%s", strna(policy_to_string(res->policy)));
-        snprintf(f_demand, sizeof f_demand, "PELTD_DEMAND=%s", demand);
-        snprintf(f_shares, sizeof f_shares, "PELTD_SHARES=%" PRIu64, res->shares);
-        snprintf(f_reason, sizeof f_reason, "PELTD_REASON=%s", res->reason);
-
-        log_struct(LOG_INFO, fields, "%s: CPUs %s -> %s%s (%s, demand %s CPUs): %s", g->path, oldb, newb, shares,
-                   strna(policy_to_string(res->policy)), demand, res->reason);
-
-        m->n_changes++;
-        localtime_r(&now, &tm);
-        strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
-        snprintf(m->last_change, sizeof m->last_change, "%s %.200s %s -> %s", tbuf, g->path, oldb, newb);
-}
-
-static int apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
-        Placement p = { .group = g->path, .cpus = res->cpus, .shares = res->shares_set ? res->shares : 0 };
-        bool cpus_differ, shares_differ;
-        CgWrite *w = NULL;
-        size_t n = 0;
-        CpuMask old = g->cpus;
-        int r;
-
-        cpus_differ = !cpumask_equal(&res->cpus, &g->cpus);
-        shares_differ = res->shares_set && res->shares != cur_shares;
-        if (!cpus_differ && !shares_differ) {
-                free(g->last_intent);
-                g->last_intent = NULL;
-                return 0;
-        }
-
-        resolve_target(m, g);
-        p.target = g->target;
-        p.unit = g->unit;
-        r = placement_writes(&m->io, m->originals, &p, &w, &n);
-        if (r < 0)
-                return log_warning_errno(r, "Failed to prepare the placement of %s: %m", g->path);
-
-        r = cg_write_batch(&m->io, m->originals, w, n, m->dry_run);
-        if (r == -ENOENT || r == -ENODEV) {
-                log_debug("%s vanished while being placed.", g->path);
-                cg_writes_free(w, n);
-                return 0;
-        }
-
-        /* Say an intended change (or a refusal) once, not every round. */
-        {
-                char cpus[128], intent[192];
-
-                snprintf(intent, sizeof intent, "%s/%" PRIu64 "/%d", fmt_cpus(&res->cpus, cpus, sizeof cpus), p.shares, r);
-                if (m->dry_run || r < 0) {
-                        if (g->last_intent && streq(g->last_intent, intent)) {
-                                cg_writes_free(w, n);
-                                return 0;
-                        }
-                        free(g->last_intent);
-                        g->last_intent = strdup(intent);
-                }
-        }
-
-        if (r < 0) {
-                log_warning_errno(r, "Failed to place %s on CPUs %s: %m; left as it was.", g->path,
-                                  fmt_cpus(&res->cpus, (char[128]){}, 128));
-                cg_writes_free(w, n);
-                return 0;
-        }
-
-        if (m->dry_run) {
-                char demand[32];
-
-                snprintf(demand, sizeof demand, "%.2f", res->demand / 1024.0);
-                for (size_t i = 0; i < n; i++)
-                        if (w[i].changed)
-                                log_info("Would set %s of %s to %s: %s, demand %s CPUs: %s", w[i].file, w[i].group,
-                                         w[i].value, strna(policy_to_string(res->policy)), demand, res->reason);
-        } else {
-                g->cpus = res->cpus;
-                log_change(m, g, res, &old, cur_shares, shares_differ);
-                notify_status(m);
-        }
-        cg_writes_free(w, n);
-        return 0;
-}
-
 /* ---- Rounds ----------------------------------------------------------------------------------- */
 
 static int refresh_topology(Manager *m) {
@@ -588,19 +126,12 @@ static int plan_and_apply(Manager *m, bool task_round) {
         size_t n = sampling_groups(m->sampling, &sg), k = 0;
         int r;
 
-        r = sync_groups(m, sg, n);
+        r = manager_sync_groups(m, sg, n);
         if (r < 0)
                 return log_oom();
-        {
-                ParentCpus pc = {};
-
-                for (size_t i = 0; i < m->n_groups; i++)
-                        if (task_round || !m->groups[i].info_valid)
-                                read_group_info(m, &m->groups[i], &pc);
-                free(pc.path);
-        }
+        manager_read_groups(m, task_round);
         if (task_round && m->task_tracking)
-                collect_threads(m);
+                manager_collect_threads(m);
 
         pg = new0(PolicyGroup, MAX(n, 1u));
         res = new0(PolicyResult, MAX(n, 1u));
@@ -660,7 +191,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         }
                         continue;
                 }
-                (void) apply_group(m, g, &res[i], pg[i].shares);
+                (void) manager_apply_group(m, g, &res[i], pg[i].shares);
         }
         return 0;
 }
@@ -775,7 +306,7 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
         if (r < 0) {
                 log_error("Reloading the configuration failed; keeping the old settings.");
                 (void) sd_notify(false, "READY=1");
-                notify_status(m);
+                manager_notify_status(m);
                 return 0;
         }
         if (!streq(c->state_file, m->config->state_file)) {
@@ -802,7 +333,7 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
                  policy_to_string(m->policy), m->config->sample_interval_usec / USEC_PER_MSEC,
                  m->task_tracking ? "tracked" : "not tracked");
         (void) sd_notify(false, "READY=1");
-        notify_status(m);
+        manager_notify_status(m);
         return 0;
 }
 
@@ -878,7 +409,7 @@ int manager_new(const Args *args, Manager **ret) {
         /* A state file at start: the last run did not finish. Put everything back, then start afresh. */
         if (m->originals->n_entries > 0) {
                 log_notice("%s exists: the last run did not stop cleanly.", m->config->state_file);
-                r = restore_all(m, "after an unclean stop");
+                r = manager_restore_all(m, "after an unclean stop");
                 if (r < 0)
                         return r;
         }
@@ -948,7 +479,7 @@ int manager_run(Manager *m) {
                  cgroup_mode_to_string(m->fs->mode), fmt_cpus(&m->topology->online, b, sizeof b),
                  m->config->sample_interval_usec / USEC_PER_MSEC, m->task_tracking ? "tracked" : "not tracked");
         (void) sd_notify(false, "READY=1");
-        notify_status(m);
+        manager_notify_status(m);
 
         r = sd_event_loop(m->event);
         if (r < 0) {
@@ -957,84 +488,8 @@ int manager_run(Manager *m) {
         }
 
         /* Put everything back, whatever stopped us. */
-        r = restore_all(m, "stopping");
+        r = manager_restore_all(m, "stopping");
         if (r != 0)
                 exit_code = 1;
         return exit_code;
-}
-
-int cmd_daemon(const Args *args) {
-        _cleanup_manager_ Manager *m = NULL;
-
-        if (manager_new(args, &m) < 0)
-                return 1;
-        return manager_run(m);
-}
-
-int cmd_restore(const Args *args) {
-        _cleanup_config_ Config *c = NULL;
-        _cleanup_originals_ Originals *o = NULL;
-        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
-        _cleanup_rootdir_ RootDir *root = NULL;
-        _cleanup_topology_ Topology *t = NULL;
-        _cleanup_close_ int lock = -1;
-        CgroupAccess access;
-        CgroupIO io;
-        int r;
-
-        r = config_load(args->config_file, &c);
-        if (r < 0)
-                return 1;
-        lock = originals_lock(c->state_file);
-        if (lock == -EBUSY) {
-                log_error("peltd is running (it holds %s.lock): stop it, and it restores everything itself.", c->state_file);
-                return 1;
-        }
-        if (lock < 0) {
-                log_error_errno(lock, "Failed to lock %s.lock: %m", c->state_file);
-                return 1;
-        }
-        r = originals_load(c->state_file, &o);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read %s: %m", c->state_file);
-                return 1;
-        }
-        if (o->n_entries == 0) {
-                log_info("Nothing to restore: %s holds no original values.", c->state_file);
-                return 0;
-        }
-        r = rootdir_open("/", &root);
-        if (r >= 0)
-                r = topology_load(root, &t);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read the CPU topology: %m");
-                return 1;
-        }
-        r = cgroup_fs_open_system(&fs);
-        if (r < 0) {
-                log_error_errno(r, "Failed to find the cgroup hierarchies: %m");
-                return 1;
-        }
-        access = (CgroupAccess){ .fs = fs };
-        /* One try, for the first systemd entry: the others would only fail (and say so) again. */
-        for (size_t i = 0; i < o->n_entries; i++)
-                if (streq(o->entries[i].hierarchy, "systemd")) {
-                        r = sd_bus_open_system(&access.bus);
-                        if (r < 0)
-                                log_warning_errno(r, "Failed to connect to the system bus for systemd units: %m");
-                        break;
-                }
-        io = cgroup_io_real(&access);
-        r = cg_restore(&io, o, &t->online, false);
-        sd_bus_flush_close_unref(access.bus);
-        if (r < 0) {
-                log_error_errno(r, "Failed to restore: %m");
-                return 1;
-        }
-        if (r > 0) {
-                log_error("%d original values could not be restored; they stay recorded in %s.", r, c->state_file);
-                return 1;
-        }
-        log_info("Every recorded original value is restored.");
-        return 0;
 }

@@ -72,7 +72,7 @@ static void test_unit_for_cgroup(_unused_ void **state) {
         assert_int_equal(systemd_unit_for_cgroup(bus, "/system.slice/web.service", &unit), 0);
         assert_string_equal(unit, "web.service");
         free(unit);
-        /* A cgroup below a unit's own is said to be the unit's (manager.c checks ControlGroup=). */
+        /* A cgroup below a unit's own is said to be the unit's (manager-groups.c checks ControlGroup=). */
         assert_int_equal(systemd_unit_for_cgroup(bus, "/system.slice/web.service/inner", &unit), 0);
         assert_string_equal(unit, "web.service");
         assert_true(systemd_unit_for_cgroup(bus, "/nowhere", &none) < 0);

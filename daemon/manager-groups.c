@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Per-group acquisition: the managed list kept in line with the sampler's groups, each group's
+ * cpusets (its own, its parent's, its memory nodes), what its threads say, and whether its
+ * placement is written through systemd.
+ */
+#include <sched.h>
+
+#include <systemd/sd-bus.h>
+
+#include "peltd/apply-systemd.h"
+#include "peltd/log.h"
+
+#include "manager-internal.h"
+
+void managed_group_done(ManagedGroup *g) {
+        free(g->path);
+        free(g->unit);
+        free(g->last_intent);
+}
+
+static ManagedGroup *find_group(Manager *m, const char *path) {
+        size_t lo = 0, hi = m->n_groups;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strcmp(m->groups[mid].path, path);
+
+                if (c == 0)
+                        return &m->groups[mid];
+                if (c < 0)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return NULL;
+}
+
+/* The managed group a cgroup path belongs to: itself or its nearest managed ancestor. */
+static ManagedGroup *group_of_path(Manager *m, const char *path) {
+        char buf[4096];
+        ManagedGroup *g;
+
+        if (!path || !*path || strlen(path) >= sizeof buf)
+                return NULL;
+        strcpy(buf, path);
+        for (;;) {
+                char *slash;
+
+                g = find_group(m, buf);
+                if (g)
+                        return g;
+                slash = strrchr(buf, '/');
+                if (!slash || slash == buf)
+                        return NULL;
+                *slash = 0;
+        }
+}
+
+static int read_mask(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
+        _cleanup_free_ char *path = cgroup_file_path(group, file);
+
+        if (!path)
+                return -ENOMEM;
+        return rootdir_read_cpulist(root, path, ret);
+}
+
+/*
+ * v2: a group whose parent does not pass the cpuset controller on has no cpuset files (peltd enables
+ * it when it places the group); it runs on the effective set of its nearest ancestor that has one.
+ */
+static int read_effective(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
+        _cleanup_free_ char *g = strdup(group);
+        int r;
+
+        if (!g)
+                return -ENOMEM;
+        for (;;) {
+                char *p;
+
+                r = read_mask(root, g, file, ret);
+                if (r != -ENOENT || streq(g, "/"))
+                        return r;
+                p = cgroup_parent_path(g);
+                if (!p)
+                        return -ENOMEM;
+                free(g);
+                g = p;
+        }
+}
+
+/* The last parent cpuset read: siblings, next to each other in path order, share it. */
+typedef struct ParentCpus {
+        char *path;
+        int r;
+        CpuMask cpus;
+} ParentCpus;
+
+/* cpuset.cpus, the parent's (what the group may hold) and cpuset.mems. */
+static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
+        RootDir *root = cgroup_fs_cpuset_root(m->fs);
+        _cleanup_free_ char *parent = cgroup_parent_path(g->path);
+        bool v2 = m->fs->mode == CGROUP_MODE_V2;
+        CpuMask mems;
+        int r;
+
+        g->info_valid = false;
+        if (!root || !parent)
+                return;
+
+        r = read_mask(root, g->path, "cpuset.cpus", &g->cpus);
+        if (v2 && (r == -ENOENT || (r >= 0 && cpumask_empty(&g->cpus))))
+                r = read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus);
+        if (r < 0) {
+                log_debug_errno(r, "Failed to read the cpuset of %s: %m", g->path);
+                return;
+        }
+        /* v1 keeps a child inside its parent's cpuset.cpus; v2 inside the parent's effective set. */
+        if (!pc->path || !streq(pc->path, parent)) {
+                if (v2)
+                        pc->r = read_effective(root, parent, "cpuset.cpus.effective", &pc->cpus);
+                else
+                        pc->r = read_mask(root, parent, "cpuset.cpus", &pc->cpus);
+                free(pc->path);
+                pc->path = TAKE_PTR(parent);
+        }
+        if (pc->r >= 0)
+                g->allowed = pc->cpus;
+        g->has_allowed = pc->r >= 0 && !cpumask_empty(&pc->cpus);
+        if (v2)
+                r = read_effective(root, g->path, "cpuset.mems.effective", &mems);
+        else
+                r = read_mask(root, g->path, "cpuset.mems", &mems);
+        g->has_mems = r >= 0 && !cpumask_empty(&mems);
+        if (g->has_mems)
+                g->mems = mems;
+        g->info_valid = true;
+}
+
+void manager_read_groups(Manager *m, bool all) {
+        ParentCpus pc = {};
+
+        for (size_t i = 0; i < m->n_groups; i++)
+                if (all || !m->groups[i].info_valid)
+                        read_group_info(m, &m->groups[i], &pc);
+        free(pc.path);
+}
+
+/* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
+void manager_resolve_target(Manager *m, ManagedGroup *g) {
+        _cleanup_free_ char *unit = NULL, *cg = NULL;
+        bool delegated = false;
+        int r;
+
+        if (g->target_known)
+                return;
+        g->target_known = true;
+        g->target = m->fs->mode == CGROUP_MODE_V2 ? APPLY_V2 : APPLY_V1;
+        /* Resolved again after a reload: the unit found before is not kept. */
+        free(g->unit);
+        g->unit = NULL;
+
+        if (m->config->backend == BACKEND_CGROUPFS || m->fs->mode != CGROUP_MODE_V2)
+                return;
+        if (m->config->backend == BACKEND_AUTO && !systemd_is_init())
+                return;
+        if (!m->access.bus) {
+                r = sd_bus_open_system(&m->access.bus);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to connect to the system bus, writing cgroup files directly: %m");
+                        return;
+                }
+        }
+        r = systemd_unit_for_cgroup(m->access.bus, g->path, &unit);
+        if (r < 0) {
+                log_info("%s belongs to no systemd unit; writing its cgroup files.", g->path);
+                return;
+        }
+        r = systemd_unit_delegated(m->access.bus, unit, &delegated);
+        if (r >= 0 && delegated) {
+                log_info("%s (%s) is delegated; writing its cgroup files.", g->path, unit);
+                return;
+        }
+        /*
+         * systemd names the unit of the nearest ancestor for a cgroup below a unit's own: its
+         * AllowedCPUs= would place the whole unit. systemd knows nothing of such a group.
+         */
+        r = systemd_unit_control_group(m->access.bus, unit, &cg);
+        if (r >= 0 && !streq(cg, g->path)) {
+                log_info("%s lies inside %s (%s), not a unit of its own; writing its cgroup files.", g->path, cg, unit);
+                return;
+        }
+        g->target = APPLY_SYSTEMD;
+        g->unit = TAKE_PTR(unit);
+        log_info("%s is owned by %s: placing it through systemd.", g->path, g->unit);
+}
+
+/* Brings the managed list in line with the sampler's groups (both sorted by path). */
+int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
+        ManagedGroup *ng;
+        size_t i = 0, j = 0, k = 0;
+
+        ng = new0(ManagedGroup, MAX(n, 1u));
+        if (!ng)
+                return -ENOMEM;
+        while (j < n) {
+                int c = i < m->n_groups ? strcmp(m->groups[i].path, sg[j].path) : 1;
+
+                if (c < 0) {
+                        log_info("%s is gone or no longer managed.", m->groups[i].path);
+                        managed_group_done(&m->groups[i++]);
+                        continue;
+                }
+                if (c == 0) {
+                        ng[k] = m->groups[i++];
+                } else {
+                        ng[k] = (ManagedGroup){ .path = strdup(sg[j].path) };
+                        if (!ng[k].path) {
+                                for (size_t x = 0; x < k; x++)
+                                        managed_group_done(&ng[x]);
+                                free(ng);
+                                return -ENOMEM;
+                        }
+                        log_info("Managing %s.", sg[j].path);
+                }
+                k++;
+                j++;
+        }
+        for (; i < m->n_groups; i++) {
+                log_info("%s is gone or no longer managed.", m->groups[i].path);
+                managed_group_done(&m->groups[i]);
+        }
+        free(m->groups);
+        m->groups = ng;
+        m->n_groups = k;
+        return 0;
+}
+
+/* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
+void manager_collect_threads(Manager *m) {
+        SampledThread *t = NULL;
+        size_t n = sampling_threads(m->sampling, &t);
+        _cleanup_free_ double *num = new0(double, MAX(m->n_groups, 1u)), *den = new0(double, MAX(m->n_groups, 1u));
+        /* Threads pin themselves rarely: affinity is read for new groups and every tenth task round. */
+        bool all_affinities = m->task_rounds++ % 10 == 0;
+
+        for (size_t i = 0; i < m->n_groups; i++) {
+                ManagedGroup *g = &m->groups[i];
+
+                g->nr_threads = 0;
+                g->max_task_util = 0;
+                if (all_affinities || !g->affinity_checked) {
+                        g->pinned_narrower = false;
+                        g->affinity_checked = false;
+                }
+        }
+        for (size_t i = 0; t && num && den && i < n; i++) {
+                ManagedGroup *g = group_of_path(m, t[i].cgroup);
+                size_t gi;
+                double u = (double) t[i].v.util_avg;
+
+                if (!g)
+                        continue;
+                gi = (size_t) (g - m->groups);
+                g->nr_threads++;
+                g->max_task_util = MAX(g->max_task_util, u);
+                if (t[i].avg_slice_ns > 0) {
+                        /* Weighted by util: the threads that run decide what the group's bursts look like. */
+                        num[gi] += (u + 1) * (double) t[i].avg_slice_ns / 1000.0;
+                        den[gi] += u + 1;
+                }
+                /*
+                 * A thread that pinned itself narrower than its cpuset (sched_setaffinity): leave the
+                 * group alone. The kernel's mask is an array of longs, bit n for CPU n: the layout of
+                 * a CpuMask, so it is read straight into one (one syscall a thread, no bit loop).
+                 */
+                if (g->info_valid && !g->affinity_checked && !g->pinned_narrower) {
+                        CpuMask a, in;
+
+                        cpumask_zero(&a);
+                        if (sched_getaffinity(t[i].tid, sizeof a.bits, (cpu_set_t *) a.bits) < 0)
+                                continue;
+                        cpumask_and(&a, &a, &m->topology->online);
+                        cpumask_and(&in, &g->cpus, &m->topology->online);
+                        if (!cpumask_empty(&a) && cpumask_subset(&a, &in) && !cpumask_equal(&a, &in))
+                                g->pinned_narrower = true;
+                }
+        }
+        for (size_t i = 0; num && den && i < m->n_groups; i++) {
+                m->groups[i].avg_slice_usec = den[i] > 0 ? (usec_t) (num[i] / den[i]) : 0;
+                if (m->groups[i].info_valid)
+                        m->groups[i].affinity_checked = true;
+        }
+}

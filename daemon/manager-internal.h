@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/*
+ * What the daemon's own files share: the Manager and its managed groups. Only manager.c,
+ * manager-groups.c and manager-apply.c include this; everything else sees the Manager through
+ * peltd/manager.h.
+ *
+ *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug) and rounds
+ *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
+ *   manager-apply.c   applying a group's plan, the change log and its journal fields, restoring
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-event.h>
+
+#include "peltd/apply-cgroup.h"
+#include "peltd/cgroup-util.h"
+#include "peltd/commands.h"
+#include "peltd/config.h"
+#include "peltd/cpumask.h"
+#include "peltd/energy.h"
+#include "peltd/manager.h"
+#include "peltd/originals.h"
+#include "peltd/policy.h"
+#include "peltd/rootdir.h"
+#include "peltd/sampling.h"
+#include "peltd/time-util.h"
+#include "peltd/topology.h"
+
+/* What the daemon keeps about one managed group between rounds. */
+typedef struct ManagedGroup {
+        char *path;
+        PolicyHistory history;
+
+        /* Read at task rounds and after each change. */
+        bool info_valid;
+        CpuMask cpus;                /* cpuset.cpus (v2: the effective set when empty) */
+        CpuMask allowed;             /* the parent's cpuset */
+        bool has_allowed;
+        CpuMask mems;                /* cpuset.mems node ids */
+        bool has_mems;
+        bool pinned_narrower;
+        bool affinity_checked;       /* its threads' affinity was read at least once */
+
+        /* From its threads, at task rounds. */
+        unsigned nr_threads;
+        double max_task_util;
+        usec_t avg_slice_usec;
+
+        /* How its placement is written. */
+        bool target_known;
+        ApplyTarget target;
+        char *unit;
+
+        char *last_intent;           /* the change last logged as intended (dry run, failures) */
+} ManagedGroup;
+
+struct Manager {
+        Args args;
+        Config *config;
+        Policy policy;               /* the daemon's policy: --policy, else Policy= */
+        bool dry_run;
+
+        sd_event *event;
+        sd_event_source *group_timer;
+        sd_event_source *task_timer;
+        sd_event_source *hotplug_source;
+
+        RootDir *sysfs;
+        RootDir *proc;
+        Topology *topology;
+        EnergyModel *energy_model;
+        unsigned *capacity;          /* per CPU number, CPUMASK_MAX entries, updated in place */
+
+        CgroupFs *fs;
+        CgroupAccess access;         /* its bus: the system bus, for the systemd backend; NULL until needed */
+        CgroupIO io;
+
+        Originals *originals;
+        int lock_fd;
+
+        Sampling *sampling;
+        bool task_tracking;
+
+        ManagedGroup *groups;        /* sorted by path */
+        size_t n_groups;
+        unsigned task_rounds;
+        int sample_error;            /* the last round's sampling error, said once until it changes */
+
+        unsigned n_changes;
+        char last_change[512];
+};
+
+static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
+        cpumask_format(m, buf, size);
+        return buf[0] ? buf : "(none)";
+}
+
+/* manager.c */
+
+/* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
+void manager_notify_status(Manager *m);
+
+/* manager-groups.c */
+
+void managed_group_done(ManagedGroup *g);
+
+/* Brings the managed list in line with the sampler's groups (both sorted by path). 0 or -ENOMEM. */
+int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n);
+
+/*
+ * Reads each group's cpuset.cpus, its parent's and cpuset.mems: every group's (all), else those
+ * whose information is not valid. A group whose cpuset is unreadable is left with info_valid false.
+ */
+void manager_read_groups(Manager *m, bool all);
+
+/* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
+void manager_collect_threads(Manager *m);
+
+/* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
+void manager_resolve_target(Manager *m, ManagedGroup *g);
+
+/* manager-apply.c */
+
+/*
+ * Writes what differs between res and the group's current set and shares (or, in a dry run, says
+ * what it would write), records originals first, and logs the change. Failures are logged once
+ * here; returns 0, or a negative errno when the placement could not even be prepared.
+ */
+int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
+
+/*
+ * Puts back every recorded original (why: for the log line). Returns 0, the number of values that
+ * could not be restored (logged), or a negative errno (logged).
+ */
+int manager_restore_all(Manager *m, const char *why);
