@@ -182,7 +182,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                 g->history = hist[i];
                 if (!res[i].managed) {
                         /* Its first second ("learning its load") changes every round and says nothing new. */
-                        if (startswith(res[i].reason, "learning"))
+                        if (res[i].learning)
                                 log_debug("%s: %s", g->path, res[i].reason);
                         else if (!g->last_intent || !streq(g->last_intent, res[i].reason)) {
                                 log_info("Leaving %s alone: %s", g->path, res[i].reason);

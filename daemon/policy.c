@@ -864,6 +864,7 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
                 return;
         }
         if (h && now - h->first_seen_usec < POLICY_MIN_HISTORY_USEC) {
+                r->learning = true;
                 snprintf(r->reason, sizeof r->reason, "learning its load: %.1f s of history, placing after %.0f s",
                          (double) (now - h->first_seen_usec) / USEC_PER_SEC, (double) POLICY_MIN_HISTORY_USEC / USEC_PER_SEC);
                 return;

@@ -553,11 +553,13 @@ static void test_no_placement_before_one_second(void **state) {
         for (round = 0; round < 10; round++) {
                 assert_int_equal(policy_plan(t, &g, 1, &params, &h, round * ROUND_USEC, &r), 0);
                 assert_false(r.managed);
+                assert_true(r.learning);
                 assert_true(cpumask_equal(&r.cpus, &g.cpus));
                 assert_non_null(strstr(r.reason, "of history, placing after 1 s"));
         }
         assert_int_equal(policy_plan(t, &g, 1, &params, &h, round * ROUND_USEC, &r), 0);
         assert_true(r.managed);
+        assert_false(r.learning);
         topo_build_free(t);
 }
 

@@ -104,6 +104,7 @@ typedef struct PolicyParams {
 
 typedef struct PolicyResult {
         bool managed;                /* false: left alone (cpus is its current set), see reason */
+        bool learning;               /* left alone for now: under POLICY_MIN_HISTORY_USEC of history */
         Policy policy;               /* the policy that placed it */
         CpuMask cpus;                /* never empty for a managed group */
         uint64_t shares;             /* Shares= where set, else its current shares */
