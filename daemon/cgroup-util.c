@@ -130,32 +130,6 @@ const char *cgroup_fs_threads_file(const CgroupFs *fs) {
         return fs->mode == CGROUP_MODE_V2 ? "cgroup.threads" : "tasks";
 }
 
-char *cgroup_file_path(const char *group, const char *file) {
-        char *p;
-
-        while (*group == '/')
-                group++;
-        if (asprintf(&p, "%s%s%s", group, *group ? "/" : "", file) < 0)
-                return NULL;
-        return p;
-}
-
-char *cgroup_child_path(const char *group, const char *name) {
-        char *p;
-
-        if (asprintf(&p, "%s/%s", streq(group, "/") ? "" : group, name) < 0)
-                return NULL;
-        return p;
-}
-
-char *cgroup_parent_path(const char *group) {
-        const char *slash = strrchr(group, '/');
-
-        if (!slash || slash == group)
-                return strdup("/");
-        return strndup(group, (size_t) (slash - group));
-}
-
 int cgroup_parse_tids(const char *s, pid_t **ret, size_t *ret_n) {
         _cleanup_free_ pid_t *v = NULL;
         size_t n = 0, allocated = 0;

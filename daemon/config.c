@@ -3,6 +3,7 @@
 #include <glob.h>
 #include <stddef.h>
 
+#include "peltd/cgroup-path.h"
 #include "peltd/config.h"
 #include "peltd/ini.h"
 #include "peltd/log.h"
@@ -10,23 +11,6 @@
 
 #define CONFIG_FILE "/etc/peltd/peltd.conf"
 #define CONFIG_DROPIN_DIR "/etc/peltd/peltd.conf.d"
-
-static const char *const policy_names[_POLICY_MAX] = {
-        [POLICY_BALANCED] = "balanced",
-        [POLICY_POWER] = "power",
-        [POLICY_PERFORMANCE] = "performance",
-};
-
-const char *policy_to_string(Policy p) {
-        return p >= 0 && p < _POLICY_MAX ? policy_names[p] : NULL;
-}
-
-Policy policy_from_string(const char *s) {
-        for (int i = 0; i < _POLICY_MAX; i++)
-                if (s && streq(s, policy_names[i]))
-                        return (Policy) i;
-        return POLICY_INVALID;
-}
 
 int config_new_default(Config **ret) {
         _cleanup_config_ Config *c = NULL;

@@ -5,11 +5,12 @@
 #include <limits.h>
 #include <stdarg.h>
 
-#include "peltd/config.h"
+#include "peltd/cgroup-path.h"
 #include "peltd/cpumask.h"
 #include "peltd/ini.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
+#include "peltd/policy-name.h"
 #include "peltd/time-util.h"
 
 enum {
@@ -398,42 +399,6 @@ int ini_parse_policy(const IniPos *pos, const char *value, _unused_ const IniKey
         return 0;
 }
 
-int cgroup_path_normalize(const char *in, char **ret) {
-        _cleanup_free_ char *out = NULL;
-        size_t n = 0;
-
-        if (!in || in[0] != '/')
-                return -EINVAL;
-        out = malloc(strlen(in) + 2);
-        if (!out)
-                return -ENOMEM;
-        for (const char *p = in; *p;) {
-                const char *e;
-                size_t len;
-
-                while (*p == '/')
-                        p++;
-                if (!*p)
-                        break;
-                e = strchrnul(p, '/');
-                len = (size_t) (e - p);
-                if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-                        return -EINVAL;
-                for (size_t i = 0; i < len; i++)
-                        if (iscntrl((unsigned char) p[i]))
-                                return -EINVAL;
-                out[n++] = '/';
-                memcpy(out + n, p, len);
-                n += len;
-                p = e;
-        }
-        if (n == 0)
-                out[n++] = '/';
-        out[n] = 0;
-        *ret = TAKE_PTR(out);
-        return 0;
-}
-
 int ini_group_section_path(const IniPos *pos, const char *arg, char **ret) {
         char *path;
         int r = cgroup_path_normalize(arg, &path);
@@ -448,14 +413,6 @@ int ini_group_section_path(const IniPos *pos, const char *arg, char **ret) {
         }
         *ret = path;
         return 0;
-}
-
-bool cgroup_path_under(const char *path, const char *root) {
-        size_t l = strlen(root);
-
-        if (streq(root, "/"))
-                return path[0] == '/';
-        return strncmp(path, root, l) == 0 && (path[l] == 0 || path[l] == '/');
 }
 
 int ini_parse_cgroup_path(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "peltd/cgroup-path.h"
 #include "peltd/config.h"
 #include "peltd/ini.h"
 #include "peltd/macro.h"

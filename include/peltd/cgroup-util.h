@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "peltd/cgroup-path.h"
 #include "peltd/config.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
@@ -55,13 +56,6 @@ RootDir *cgroup_fs_cpu_root(const CgroupFs *fs);
 RootDir *cgroup_fs_cpuset_root(const CgroupFs *fs);
 /* The membership file: "tasks" (v1) or "cgroup.threads" (v2): thread ids, one a line. */
 const char *cgroup_fs_threads_file(const CgroupFs *fs);
-
-/* "/a/b" + "file" -> "a/b/file" relative to a hierarchy's root ("/" + "file" -> "file"). */
-char *cgroup_file_path(const char *group, const char *file);
-/* "/a" + "b" -> "/a/b"; "/" + "b" -> "/b". */
-char *cgroup_child_path(const char *group, const char *name);
-/* "/a/b" -> "/a"; "/a" -> "/"; "/" (and a path without '/') -> "/". */
-char *cgroup_parent_path(const char *group);
 
 /*
  * Thread ids, one a line (tasks, cgroup.threads, cgroup.procs). Returns -EINVAL on a line that is

@@ -6,17 +6,10 @@
 
 #include "peltd/cpumask.h"
 #include "peltd/macro.h"
+#include "peltd/policy-name.h"
 #include "peltd/time-util.h"
 
 /* The daemon's configuration (DESIGN.md, "Configuration"). */
-
-typedef enum Policy {
-        POLICY_INVALID = -1,
-        POLICY_BALANCED,
-        POLICY_POWER,
-        POLICY_PERFORMANCE,
-        _POLICY_MAX,
-} Policy;
 
 typedef enum TaskTracking {
         TASK_TRACKING_AUTO,          /* only where a policy needs per-thread figures */
@@ -29,9 +22,6 @@ typedef enum Backend {
         BACKEND_CGROUPFS,
         BACKEND_SYSTEMD,
 } Backend;
-
-const char *policy_to_string(Policy p);
-Policy policy_from_string(const char *s);
 
 /* A [Group PATH] section; fields not set in any file keep their "unset" value. */
 typedef struct GroupConfig {

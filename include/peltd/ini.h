@@ -82,16 +82,7 @@ int ini_parse_abs_path(const IniPos *pos, const char *value, const IniKey *key, 
 int ini_parse_globs(const IniPos *pos, const char *value, const IniKey *key, void *data);      /* char **, appended */
 
 /*
- * Normalises a cgroup path: absolute, '/'-separated, no empty, "." or ".." components, no control
- * characters; duplicate and trailing slashes dropped ("/a//b/" -> "/a/b"; "/" stays "/").
- * Returns -EINVAL for anything else.
- */
-int cgroup_path_normalize(const char *in, char **ret);
-/*
  * The PATH of a "[Group PATH]" section, normalised; an error (logged at the section's line) when it
  * is not a cgroup path or is the root cgroup, which nothing manages.
  */
 int ini_group_section_path(const IniPos *pos, const char *arg, char **ret);
-
-/* True when path is root or lies below it (both normalised). */
-bool cgroup_path_under(const char *path, const char *root);

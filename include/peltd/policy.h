@@ -8,6 +8,7 @@
 #include "peltd/config.h"
 #include "peltd/cpumask.h"
 #include "peltd/energy.h"
+#include "peltd/policy-name.h"
 #include "peltd/time-util.h"
 #include "peltd/topology.h"
 
