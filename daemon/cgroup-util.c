@@ -257,7 +257,7 @@ int cgroup_walk(const RootDir *r, const char *top, cgroup_walk_cb cb, void *user
 }
 
 typedef struct ManagedList {
-        const Config *config;
+        const GroupFilter *filter;
         char **v;
         size_t n;
 } ManagedList;
@@ -266,7 +266,7 @@ static int managed_cb(const char *path, void *userdata) {
         ManagedList *l = userdata;
         char **nv;
 
-        if (!config_selects_group(l->config, path))
+        if (!l->filter->selects(path, l->filter->userdata))
                 return 0;
         nv = realloc(l->v, (l->n + 2) * sizeof *nv);
         if (!nv)
@@ -284,11 +284,11 @@ static int path_cmp(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
-int cgroup_list_managed(const RootDir *r, const Config *c, char ***ret) {
-        ManagedList l = { .config = c };
+int cgroup_list_managed(const RootDir *r, const GroupFilter *f, char ***ret) {
+        ManagedList l = { .filter = f };
         int k;
 
-        k = cgroup_walk(r, c->cgroup_root, managed_cb, &l);
+        k = cgroup_walk(r, f->root, managed_cb, &l);
         if (k < 0) {
                 strv_free(l.v);
                 return k;

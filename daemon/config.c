@@ -79,6 +79,14 @@ bool config_selects_group(const Config *c, const char *path) {
         return strlen(c->cgroup_root) == (size_t) (slash - path) && strneq(path, c->cgroup_root, (size_t) (slash - path));
 }
 
+static bool selects_group(const char *path, void *userdata) {
+        return config_selects_group(userdata, path);
+}
+
+GroupFilter config_group_filter(const Config *c) {
+        return (GroupFilter) { .root = c->cgroup_root, .selects = selects_group, .userdata = (void *) c };
+}
+
 /* ---- The schema ------------------------------------------------------------------------------- */
 
 static int parse_task_tracking(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {

@@ -10,7 +10,7 @@
 
 struct CgroupSampler {
         const CgroupFs *fs;
-        const Config *config;
+        GroupFilter filter;
         const unsigned *capacity;
         size_t n_capacity;
 
@@ -33,20 +33,20 @@ void cgroup_sampler_set_clock(CgroupSampler *s, uint64_t (*clock)(void *userdata
         s->clock_userdata = userdata;
 }
 
-int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler **ret) {
+int cgroup_sampler_new(const CgroupFs *fs, const GroupFilter *filter, CgroupSampler **ret) {
         CgroupSampler *s = new0(CgroupSampler, 1);
 
         if (!s)
                 return -ENOMEM;
         s->fs = fs;
-        s->config = config;
+        s->filter = *filter;
         s->clock = monotonic_ns;
         *ret = s;
         return 0;
 }
 
-void cgroup_sampler_set_config(CgroupSampler *s, const Config *config) {
-        s->config = config;
+void cgroup_sampler_set_filter(CgroupSampler *s, const GroupFilter *filter) {
+        s->filter = *filter;
 }
 
 static void close_fd(int *fd) {
@@ -421,7 +421,7 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
                 /* Removed since its parent was read: normal. */
                 return top ? k : 0;
 
-        if (!managed && config_selects_group(w->s->config, path)) {
+        if (!managed && w->s->filter.selects(path, w->s->filter.userdata)) {
                 k = group_get(w->s, path, &managed);
                 if (k < 0)
                         return k;
@@ -494,7 +494,7 @@ int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata) {
         paths_clear(s);
 
         /* Membership needs the whole hierarchy (every thread's cgroup); the groups only CgroupRoot's subtree. */
-        k = walk_group(&w, cb ? "/" : s->config->cgroup_root, NULL, true);
+        k = walk_group(&w, cb ? "/" : s->filter.root, NULL, true);
         if (k < 0)
                 return k;
 

@@ -87,6 +87,7 @@ static void group_data_free(GroupData *d) {
 
 int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const SamplingOptions *o, Sampling **ret) {
         _cleanup_sampling_ Sampling *s = NULL;
+        GroupFilter filter;
         int r;
 
         s = new0(Sampling, 1);
@@ -119,7 +120,8 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
         s->cpu_steal_frac = new0(uint64_t, s->n_cpus);
         if (!s->times || !s->history || !s->cpu_steal_frac)
                 return -ENOMEM;
-        r = cgroup_sampler_new(fs, config, &s->groups);
+        filter = config_group_filter(config);
+        r = cgroup_sampler_new(fs, &filter, &s->groups);
         if (r < 0)
                 return r;
         cgroup_sampler_set_capacities(s->groups, o->capacity, o->n_capacity);
@@ -153,8 +155,10 @@ ProcSampler *sampling_proc_sampler(Sampling *s) {
 }
 
 void sampling_set_config(Sampling *s, const Config *config) {
+        GroupFilter filter = config_group_filter(config);
+
         s->config = config;
-        cgroup_sampler_set_config(s->groups, config);
+        cgroup_sampler_set_filter(s->groups, &filter);
 }
 
 void sampling_set_task_tracking(Sampling *s, bool task_tracking) {

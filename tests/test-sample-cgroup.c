@@ -102,6 +102,14 @@ static void test_parsers(_unused_ void **state) {
         free(p);
 }
 
+/* The daemon's filter; each call replaces the last (the walkers copy it or use it at once). */
+static const GroupFilter *filter_of(const Config *c) {
+        static GroupFilter f;
+
+        f = config_group_filter(c);
+        return &f;
+}
+
 static void test_managed_groups(_unused_ void **state) {
         char *dir = fx_copy("cgroup-v1");
         CgroupFs *fs = open_v1(dir);
@@ -110,7 +118,7 @@ static void test_managed_groups(_unused_ void **state) {
 
         /* Default: CgroupRoot's direct children. */
         c = config_with(NULL, NULL);
-        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), 0);
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), filter_of(c), &l), 0);
         assert_int_equal(strv_length(l), 3);
         assert_string_equal(l[0], "/bad");
         assert_string_equal(l[1], "/batch");
@@ -120,7 +128,7 @@ static void test_managed_groups(_unused_ void **state) {
 
         /* Globs: of nested matches only the topmost; '*' does not match '/'. */
         c = config_with(NULL, "/web* /web/* /ba*");
-        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), 0);
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), filter_of(c), &l), 0);
         assert_int_equal(strv_length(l), 3);
         assert_string_equal(l[0], "/bad");
         assert_string_equal(l[1], "/batch");
@@ -129,7 +137,7 @@ static void test_managed_groups(_unused_ void **state) {
         config_free(c);
 
         c = config_with("/web", NULL);
-        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), 0);
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), filter_of(c), &l), 0);
         assert_int_equal(strv_length(l), 1);
         assert_string_equal(l[0], "/web/workers");
         strv_free(l);
@@ -137,7 +145,7 @@ static void test_managed_groups(_unused_ void **state) {
 
         /* A CgroupRoot that does not exist is an error. */
         c = config_with("/nope", NULL);
-        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), c, &l), -ENOENT);
+        assert_int_equal(cgroup_list_managed(cgroup_fs_usage_root(fs), filter_of(c), &l), -ENOENT);
         config_free(c);
 
         cgroup_fs_free(fs);
@@ -222,7 +230,7 @@ static void test_sampler_v1(_unused_ void **state) {
         size_t i;
         static const unsigned cap[2] = { 1024, 512 };
 
-        assert_int_equal(cgroup_sampler_new(fs, c, &s), 0);
+        assert_int_equal(cgroup_sampler_new(fs, filter_of(c), &s), 0);
         cgroup_sampler_set_capacities(s, cap, 2);
         m.s = s;
         cgroup_sampler_settle(s);
@@ -323,7 +331,7 @@ static void test_sampler_v2(_unused_ void **state) {
 
         assert_int_equal(cgroup_fs_open_v2(dir, &fs), 0);
         assert_string_equal(cgroup_fs_threads_file(fs), "cgroup.threads");
-        assert_int_equal(cgroup_sampler_new(fs, c, &s), 0);
+        assert_int_equal(cgroup_sampler_new(fs, filter_of(c), &s), 0);
         m.s = s;
         assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
         assert_int_equal(cgroup_sampler_n_groups(s), 2);

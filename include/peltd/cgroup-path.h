@@ -14,6 +14,17 @@ int cgroup_path_normalize(const char *in, char **ret);
 /* True when path is root or lies below it (both normalised). */
 bool cgroup_path_under(const char *path, const char *root);
 
+/*
+ * Which groups a walk selects: those under root (normalised) for which selects() says so (the
+ * configuration's Groups=: config_group_filter()). Nesting is the walker's: of nested matches only
+ * the topmost is taken. root and userdata are not owned.
+ */
+typedef struct GroupFilter {
+        const char *root;
+        bool (*selects)(const char *path, void *userdata);
+        void *userdata;
+} GroupFilter;
+
 /* "/a/b" + "file" -> "a/b/file" relative to a hierarchy's root ("/" + "file" -> "file"). */
 char *cgroup_file_path(const char *group, const char *file);
 /* "/a" + "b" -> "/a/b"; "/" + "b" -> "/b". */

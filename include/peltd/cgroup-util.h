@@ -7,7 +7,6 @@
 #include <sys/types.h>
 
 #include "peltd/cgroup-path.h"
-#include "peltd/config.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
 
@@ -82,8 +81,8 @@ typedef int (*cgroup_walk_cb)(const char *path, void *userdata);
 int cgroup_walk(const RootDir *r, const char *top, cgroup_walk_cb cb, void *userdata);
 
 /*
- * The managed groups of hierarchy r: those under CgroupRoot that the configuration selects
- * (default: CgroupRoot's direct children; Groups= globs), of nested matches only the topmost,
+ * The managed groups of hierarchy r: those under f->root that f selects (config_group_filter():
+ * CgroupRoot's direct children by default; Groups= globs), of nested matches only the topmost,
  * sorted by path. *ret is a NULL-terminated vector.
  */
-int cgroup_list_managed(const RootDir *r, const Config *c, char ***ret);
+int cgroup_list_managed(const RootDir *r, const GroupFilter *f, char ***ret);

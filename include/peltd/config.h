@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "peltd/cgroup-path.h"
 #include "peltd/cpumask.h"
 #include "peltd/macro.h"
 #include "peltd/policy-name.h"
@@ -88,3 +89,5 @@ const GroupConfig *config_find_group(const Config *c, const char *path);
  * topmost is placed.
  */
 bool config_selects_group(const Config *c, const char *path);
+/* The filter of CgroupRoot= and Groups=, for the samplers and walks; c must outlive it. */
+GroupFilter config_group_filter(const Config *c);

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 
 #include "peltd/cgroup-util.h"
-#include "peltd/config.h"
+#include "peltd/cgroup-path.h"
 
 /*
  * Sampling the managed cgroups (DESIGN.md, "Data flow", item 1, and "cgroups").
@@ -19,8 +19,8 @@
  *   - membership, once a task round: the walk of the usage hierarchy (v1 cpuacct, v2 unified) reads
  *     every group's tasks / cgroup.threads, reopened each time (a kept v1 tasks fd serves the PID
  *     list it cached); so every thread's cgroup is known and moves are seen. The same walk finds
- *     the managed groups: those the configuration selects under CgroupRoot, of nested matches only
- *     the topmost;
+ *     the managed groups: those the caller's GroupFilter selects under its root (the configuration's
+ *     CgroupRoot= and Groups=), of nested matches only the topmost;
  *   - groups come and go between rounds: a group found in a walk is NEW (its counters are a
  *     baseline), one no longer there, or whose files vanished, is GONE.
  *
@@ -65,10 +65,10 @@ typedef struct CgroupGroup {
 
 typedef struct CgroupSampler CgroupSampler;
 
-/* Does not take ownership of fs or config. */
-int cgroup_sampler_new(const CgroupFs *fs, const Config *config, CgroupSampler **ret);
-/* A new configuration for the next walk (it must outlive the sampler). */
-void cgroup_sampler_set_config(CgroupSampler *s, const Config *config);
+/* Does not take ownership of fs; the filter is copied (what it points to must outlive the sampler). */
+int cgroup_sampler_new(const CgroupFs *fs, const GroupFilter *filter, CgroupSampler **ret);
+/* A new filter for the next walk (a reloaded configuration). */
+void cgroup_sampler_set_filter(CgroupSampler *s, const GroupFilter *filter);
 CgroupSampler *cgroup_sampler_free(CgroupSampler *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(CgroupSampler *, cgroup_sampler_free);
 #define _cleanup_cgroup_sampler_ _cleanup_(cgroup_sampler_freep)
