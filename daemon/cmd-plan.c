@@ -17,6 +17,7 @@
 #include "peltd/policy.h"
 #include "peltd/rootdir.h"
 #include "peltd/topology.h"
+#include "peltd/utf8.h"
 
 static int print_json(Policy policy, const PlanFile *f, const PolicyResult *res, double energy) {
         _cleanup_json_ struct json_object *root = json_object_new_object();
@@ -32,12 +33,12 @@ static int print_json(Policy policy, const PlanFile *f, const PolicyResult *res,
                 if (!g || !cpus)
                         return log_oom();
                 json_object_array_add(groups, g);
-                json_object_object_add(g, "path", json_object_new_string(f->groups[i].path));
+                json_object_object_add(g, "path", json_object_new_text(f->groups[i].path));
                 CPUMASK_FOREACH(cpu, &res[i].cpus)
                         json_object_array_add(cpus, json_object_new_int(cpu));
                 json_object_object_add(g, "cpus", cpus);
                 json_object_object_add(g, "shares", json_object_new_int64((int64_t) res[i].shares));
-                json_object_object_add(g, "reason", json_object_new_string(res[i].reason));
+                json_object_object_add(g, "reason", json_object_new_text(res[i].reason));
         }
         /* One decimal: the model's units are coarse, and stable output diffs well. */
         json_object_object_add(root, "energy_estimate", json_object_new_double(round(energy * 10) / 10));
@@ -50,12 +51,14 @@ static int print_json(Policy policy, const PlanFile *f, const PolicyResult *res,
 static void print_text(Policy policy, const PlanFile *f, const PolicyResult *res, double energy, bool kernel_model) {
         printf("Policy: %s\n", policy_to_string(policy));
         for (size_t i = 0; i < f->n_groups; i++) {
+                _cleanup_free_ char *a = NULL, *b = NULL;
+                const char *path = utf8_escape(f->groups[i].path, &a), *reason = utf8_escape(res[i].reason, &b);
                 char cpus[4096];
 
-                printf("\n[Group %s]\n", f->groups[i].path);
+                printf("\n[Group %s]\n", strna(path));
                 printf("  CPUs:   %s\n", cpumask_format(&res[i].cpus, cpus, sizeof cpus));
                 printf("  Shares: %" PRIu64 "\n", res[i].shares);
-                printf("  Reason: %s\n", res[i].reason);
+                printf("  Reason: %s\n", strna(reason));
         }
         printf("\nEnergy estimate: %.1f (%s)\n", energy,
                kernel_model ? "the kernel's Energy Model" : "built-in model, arbitrary units");

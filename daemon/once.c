@@ -8,6 +8,7 @@
 #include "peltd/log.h"
 #include "peltd/sampling.h"
 #include "peltd/topology.h"
+#include "peltd/utf8.h"
 
 static double slice_us(uint64_t ns) {
         return (double) ns / 1000.0;
@@ -77,8 +78,8 @@ static int print_json(unsigned rounds, usec_t interval, SampledThread *t, size_t
                 if (!o || json_object_array_add(tasks, o) < 0)
                         return -ENOMEM;
                 if ((r = add(o, "pid", json_object_new_int(t[i].pid))) < 0 || (r = add(o, "tid", json_object_new_int(t[i].tid))) < 0 ||
-                    (r = add(o, "comm", json_object_new_string(t[i].comm))) < 0 ||
-                    (r = add(o, "cgroup", json_object_new_string(t[i].cgroup))) < 0 ||
+                    (r = add(o, "comm", json_object_new_text(t[i].comm))) < 0 ||
+                    (r = add(o, "cgroup", json_object_new_text(t[i].cgroup))) < 0 ||
                     (r = add(o, "nice", json_object_new_int(t[i].nice))) < 0 ||
                     (r = add(o, "util_avg", num_u64(t[i].v.util_avg))) < 0 ||
                     (r = add(o, "runnable_avg", num_u64(t[i].v.runnable_avg))) < 0 ||
@@ -91,7 +92,7 @@ static int print_json(unsigned rounds, usec_t interval, SampledThread *t, size_t
 
                 if (!o || json_object_array_add(groups, o) < 0)
                         return -ENOMEM;
-                if ((r = add(o, "path", json_object_new_string(g[i].path))) < 0 ||
+                if ((r = add(o, "path", json_object_new_text(g[i].path))) < 0 ||
                     (r = add(o, "util_avg", num_u64(g[i].v.util_avg))) < 0 ||
                     (r = add(o, "runnable_avg", num_u64(g[i].v.runnable_avg))) < 0 ||
                     (r = add(o, "load_avg", num_u64(g[i].v.load_avg))) < 0 || (r = add(o, "nr_tasks", num_u64(g[i].nr_tasks))) < 0 ||
@@ -113,15 +114,23 @@ static void print_text(unsigned rounds, usec_t interval, SampledThread *t, size_
         printf("%u rounds every %.1f ms; util, runnable in 1/1024 of a CPU; load in weight units\n\n", rounds,
                (double) interval / USEC_PER_MSEC);
         printf("%-28s %6s %9s %9s %8s %6s\n", "GROUP", "UTIL", "RUNNABLE", "LOAD", "TASKS", "SHARES");
-        for (size_t i = 0; i < ng; i++)
-                printf("%-28s %6" PRIu64 " %9" PRIu64 " %9" PRIu64 " %8zu %6" PRIu64 "%s\n", g[i].path, g[i].v.util_avg,
+        for (size_t i = 0; i < ng; i++) {
+                _cleanup_free_ char *a = NULL;
+                const char *path = utf8_escape(g[i].path, &a);
+
+                printf("%-28s %6" PRIu64 " %9" PRIu64 " %9" PRIu64 " %8zu %6" PRIu64 "%s\n", strna(path), g[i].v.util_avg,
                        g[i].v.runnable_avg, g[i].v.load_avg, g[i].nr_tasks, g[i].shares, g[i].throttled_ns ? " throttled" : "");
+        }
         printf("\n%7s %7s %-16s %-24s %4s %6s %9s %9s %10s\n", "PID", "TID", "COMM", "CGROUP", "NICE", "UTIL", "RUNNABLE", "LOAD",
                "SLICE_US");
-        for (size_t i = 0; i < nt; i++)
-                printf("%7d %7d %-16s %-24s %4d %6" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10.1f\n", t[i].pid, t[i].tid, t[i].comm,
-                       t[i].cgroup, t[i].nice, t[i].v.util_avg, t[i].v.runnable_avg, t[i].v.load_avg,
+        for (size_t i = 0; i < nt; i++) {
+                _cleanup_free_ char *a = NULL, *b = NULL;
+                const char *comm = utf8_escape(t[i].comm, &a), *cgroup = utf8_escape(t[i].cgroup, &b);
+
+                printf("%7d %7d %-16s %-24s %4d %6" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10.1f\n", t[i].pid, t[i].tid, strna(comm),
+                       strna(cgroup), t[i].nice, t[i].v.util_avg, t[i].v.runnable_avg, t[i].v.load_avg,
                        slice_us(t[i].avg_slice_ns));
+        }
 }
 
 static void sleep_until(nsec_t deadline) {
