@@ -6,6 +6,7 @@
 #include <systemd/sd-journal.h>
 
 #include "peltd/log.h"
+#include "peltd/utf8.h"
 
 static int max_level = LOG_INFO;
 static int journal_stream = -1; /* -1: not checked yet */
@@ -86,21 +87,41 @@ int log_internal(int level, int error, _unused_ const char *file, _unused_ int l
         va_start(ap, format);
         (void) vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
-        write_line(level, buf);
+
+        /* Group paths and thread names are bytes: every line is valid UTF-8 (utf8.h). */
+        if (utf8_is_valid(buf))
+                write_line(level, buf);
+        else {
+                char escaped[sizeof buf * 4];
+
+                (void) utf8_escape_to(buf, escaped, sizeof escaped);
+                write_line(level, escaped);
+        }
         return -ERRNO_VALUE(error);
 }
 
+static void free_all(char **l, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                free(l[i]);
+}
+
 int log_struct_internal(int level, const char *const *fields, const char *format, ...) {
-        _cleanup_free_ char *message = NULL;
+        _cleanup_free_ char *raw = NULL, *escaped = NULL;
         struct iovec iov[34];
+        char *field_alloc[ELEMENTSOF(iov) - 2] = {};
+        const char *message;
         size_t n = 0;
         va_list ap;
         int r;
 
         va_start(ap, format);
-        r = vasprintf(&message, format, ap);
+        r = vasprintf(&raw, format, ap);
         va_end(ap);
         if (r < 0)
+                return -ENOMEM;
+        /* The message and every field valid UTF-8, as in log_internal(). */
+        message = utf8_escape(raw, &escaped);
+        if (!message)
                 return -ENOMEM;
 
         if (!stderr_is_journal()) {
@@ -116,10 +137,15 @@ int log_struct_internal(int level, const char *const *fields, const char *format
         prio[strlen(prio) - 1] = (char) ('0' + CLAMP(level, 0, 7));
         iov[n++] = (struct iovec){ .iov_base = msgfield, .iov_len = strlen(msgfield) };
         iov[n++] = (struct iovec){ .iov_base = prio, .iov_len = strlen(prio) };
-        for (const char *const *f = fields; f && *f && n < ELEMENTSOF(iov); f++)
-                iov[n++] = (struct iovec){ .iov_base = (void *) *f, .iov_len = strlen(*f) };
+        for (const char *const *f = fields; f && *f && n < ELEMENTSOF(iov); f++) {
+                const char *t = utf8_escape(*f, &field_alloc[n - 2]);
+
+                if (t) /* out of memory: the field is left out, the message still goes */
+                        iov[n++] = (struct iovec){ .iov_base = (void *) t, .iov_len = strlen(t) };
+        }
 
         r = sd_journal_sendv(iov, (int) n);
+        free_all(field_alloc, ELEMENTSOF(field_alloc));
         if (r < 0)
                 write_line(level, message);
         return 0;

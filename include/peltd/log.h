@@ -8,7 +8,9 @@
 /*
  * Logging. Everything goes to stderr (stdout carries only the results of the one-shot modes). When
  * stderr is connected to the journal, lines carry a "<N>" priority prefix and log_struct() sends its
- * fields as structured journal fields; elsewhere only the MESSAGE= text is printed.
+ * fields as structured journal fields; elsewhere only the MESSAGE= text is printed. Messages and
+ * fields are written as valid UTF-8: bytes that are not (a group path, a thread name) as "\xNN"
+ * (utf8.h); a message that is valid already is written without a copy.
  *
  * Helpers below the decision point log at debug at most; the caller logs once and returns.
  */
