@@ -7,6 +7,7 @@ PELTD_PACKAGES=(
         libsystemd-dev libcgroup-dev libinih-dev libjson-c-dev libcmocka-dev
         dbus-daemon systemd util-linux procps jq valgrind
         qemu-system-x86 debootstrap e2fsprogs cpio xz-utils
+        clang libclang-rt-14-dev
 )
 
 die() {
