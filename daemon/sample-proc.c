@@ -471,7 +471,8 @@ int proc_parse_cpu_times(const char *s, ProcCpuTimes *ret, size_t max) {
                         p = parse_u64_token(p, &cpu);
                         if (!p || *p != ' ')
                                 return -EINVAL;
-                        if (cpu + 1 < max) {
+                        /* Not cpu + 1 < max: that wraps for a CPU number of 2^64 - 1. */
+                        if (cpu < max - 1) {
                                 if (parse_cpu_line(p, &ret[cpu + 1]) < 0)
                                         return -EINVAL;
                                 filled = MAX(filled, (size_t) cpu + 2);

@@ -76,6 +76,9 @@ static void test_parse_cpu_times(_unused_ void **state) {
         assert_int_equal(t[0].steal, 0);
         assert_int_equal(proc_parse_cpu_times("cpu x\n", t, 4), -EINVAL);
         assert_int_equal(proc_parse_cpu_times("intr 5\n", t, 4), -EINVAL);
+        /* A CPU number whose + 1 wraps to 0 must not fill the "cpu" entry (seed of fuzz-proc-stat too). */
+        assert_int_equal(proc_parse_cpu_times("cpu  1 1 1 1\ncpu18446744073709551615 9 9 9 9\n", t, 4), 1);
+        assert_int_equal(t[0].total, 4);
 }
 
 /* ---- the sampler on a fixture tree ------------------------------------------------------------ */
