@@ -189,8 +189,10 @@ int cgroup_parse_keyed_u64(const char *s, const char *key, uint64_t *ret) {
 }
 
 int cgroup_parse_u64_list(const char *s, uint64_t *ret, size_t max) {
-        size_t n = 0;
+        size_t n = 0, len = strlen(s);
 
+        if (len == 0 || s[len - 1] != '\n')
+                return -EINVAL;
         for (;;) {
                 char *end;
                 unsigned long long v;

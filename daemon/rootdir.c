@@ -115,7 +115,7 @@ int read_full_fd(int fd, char **ret, size_t *ret_size) {
 ssize_t pread_string(int fd, char *buf, size_t size) {
         size_t n = 0;
 
-        if (size == 0)
+        if (size < 2)
                 return -EINVAL;
         while (n < size - 1) {
                 ssize_t k = pread(fd, buf + n, size - 1 - n, (off_t) n);
@@ -129,7 +129,48 @@ ssize_t pread_string(int fd, char *buf, size_t size) {
                         break;
                 n += (size_t) k;
         }
+        /* Full: whether more follows is unknown, and a prefix must never pass for the file. */
+        if (n >= size - 1)
+                return -EFBIG;
         buf[n] = 0;
+        return (ssize_t) n;
+}
+
+void readbuf_done(ReadBuf *b) {
+        free(b->data);
+        *b = (ReadBuf) {};
+}
+
+ssize_t pread_full(int fd, ReadBuf *b) {
+        size_t n = 0;
+
+        for (;;) {
+                ssize_t k;
+
+                /* Room for one more byte and the NUL; a file as long as the buffer costs one growth. */
+                if (b->allocated - n < 2) {
+                        size_t na = b->allocated ? b->allocated * 2 : 256;
+                        char *nd;
+
+                        if (na > READ_FULL_MAX + 1)
+                                return -EFBIG;
+                        nd = realloc(b->data, na);
+                        if (!nd)
+                                return -ENOMEM;
+                        b->data = nd;
+                        b->allocated = na;
+                }
+                k = pread(fd, b->data + n, b->allocated - 1 - n, (off_t) n);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (k == 0)
+                        break;
+                n += (size_t) k;
+        }
+        b->data[n] = 0;
         return (ssize_t) n;
 }
 

@@ -20,6 +20,14 @@ struct CgroupSampler {
         char **paths;                /* every group of the last walk */
         size_t n_paths, allocated_paths;
 
+        /*
+         * Scratch for the counter files whose length grows with the machine (usage_percpu, the
+         * cpuset, cpu.stat): the longest read so far, kept, shared by every group (groups are
+         * read one after the other), so a round allocates nothing once it has grown.
+         */
+        ReadBuf buf;
+        uint64_t *percpu;            /* CPUMASK_MAX values, parsed before they are copied */
+
         uint64_t (*clock)(void *userdata);
         void *clock_userdata;
 };
@@ -82,6 +90,8 @@ CgroupSampler *cgroup_sampler_free(CgroupSampler *s) {
         free(s->groups);
         paths_clear(s);
         free(s->paths);
+        readbuf_done(&s->buf);
+        free(s->percpu);
         free(s);
         return NULL;
 }
@@ -145,29 +155,60 @@ static bool gone_errno(int k) {
         return k == -ENODEV || k == -ENOENT || k == -ESRCH;
 }
 
-/* Reads a kept-open counter file; -EINVAL (garbled) is logged at debug by the caller. */
-static int read_fd(int fd, char *buf, size_t size) {
-        ssize_t n;
-
+static int read_status(int fd, ssize_t n) {
         if (fd < 0)
                 return -EBADF; /* the file does not exist for this group: not a sign that it went */
-        n = pread_string(fd, buf, size);
         return n < 0 ? (int) n : 0;
 }
 
+/* Reads a kept-open counter file whole into the sampler's buffer (s->buf.data). */
+static int read_fd(CgroupSampler *s, int fd) {
+        return read_status(fd, fd < 0 ? 0 : pread_full(fd, &s->buf));
+}
+
+/*
+ * A file holding one number (cpuacct.usage, cpu.shares, cpu.weight): a u64 is at most 20 digits,
+ * and a file that fills the 64 bytes is refused (-EFBIG), not taken for its first bytes.
+ */
 static int read_u64_fd(int fd, uint64_t *ret) {
         char buf[64];
-        int k = read_fd(fd, buf, sizeof buf);
+        int k = read_status(fd, fd < 0 ? 0 : pread_string(fd, buf, sizeof buf));
 
         if (k < 0)
                 return k;
         return safe_atou64(buf, ret) < 0 ? -EINVAL : 0;
 }
 
+/* usage_percpu into g->percpu_ns, which grows to the number of CPUs and stays. */
+static int take_percpu(CgroupSampler *s, CgroupGroup *g, const char *text) {
+        int n;
+
+        if (!s->percpu) {
+                s->percpu = new0(uint64_t, CPUMASK_MAX);
+                if (!s->percpu)
+                        return -ENOMEM;
+        }
+        /* One value per possible CPU: more than CPUMASK_MAX is not a file a kernel writes. */
+        n = cgroup_parse_u64_list(text, s->percpu, CPUMASK_MAX);
+        if (n <= 0)
+                return -EINVAL;
+        if ((size_t) n > g->allocated_percpu) {
+                uint64_t *nv = realloc(g->percpu_ns, (size_t) n * sizeof *nv);
+
+                if (!nv)
+                        return -ENOMEM;
+                g->percpu_ns = nv;
+                g->allocated_percpu = (size_t) n;
+        }
+        memcpy(g->percpu_ns, s->percpu, (size_t) n * sizeof *g->percpu_ns);
+        g->n_percpu = (size_t) n;
+        return 0;
+}
+
 /* Reads every counter of g; returns -ENODEV when the group is gone. */
 static int read_group(CgroupSampler *s, CgroupGroup *g) {
         bool v2 = s->fs->mode == CGROUP_MODE_V2;
-        char buf[4096];
+        const char *buf;
         uint64_t v;
         int k;
 
@@ -176,11 +217,11 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
 
         /* The CPUs it may use: for throttling (summed over them) and for their capacity. */
         if (g->cpus_fd >= 0) {
-                k = read_fd(g->cpus_fd, buf, sizeof buf);
+                k = read_fd(s, g->cpus_fd);
                 if (k >= 0) {
                         CpuMask m;
 
-                        if (cpumask_parse_list(strstrip_trailing(buf), &m) >= 0 && !cpumask_empty(&m)) {
+                        if (cpumask_parse_list(strstrip_trailing(s->buf.data), &m) >= 0 && !cpumask_empty(&m)) {
                                 uint64_t sum = 0;
 
                                 CPUMASK_FOREACH(cpu, &m)
@@ -194,11 +235,12 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
         }
 
         if (v2) {
-                k = read_fd(g->stat_fd, buf, sizeof buf);
+                k = read_fd(s, g->stat_fd);
                 g->sample_ns = s->clock(s->clock_userdata);
                 if (gone_errno(k))
                         return -ENODEV;
                 if (k >= 0) {
+                        buf = s->buf.data;
                         if (cgroup_parse_keyed_u64(buf, "usage_usec", &v) >= 0) {
                                 g->usage_ns = v * 1000;
                                 g->have_usage = true;
@@ -230,28 +272,22 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
         } else if (k == -EINVAL)
                 log_debug("%s: cpuacct.usage does not parse, skipping it this round.", g->path);
 
-        k = read_fd(g->percpu_fd, buf, sizeof buf);
+        k = read_fd(s, g->percpu_fd);
         g->sample_ns = s->clock(s->clock_userdata);
         if (gone_errno(k))
                 return -ENODEV;
         if (k >= 0) {
-                uint64_t percpu[512];
-                int n = cgroup_parse_u64_list(buf, percpu, ELEMENTSOF(percpu));
-
-                if (n > 0) {
-                        uint64_t *nv = realloc(g->percpu_ns, (size_t) n * sizeof *nv);
-
-                        if (!nv)
-                                return -ENOMEM;
-                        memcpy(nv, percpu, (size_t) n * sizeof *nv);
-                        g->percpu_ns = nv;
-                        g->n_percpu = (size_t) n;
-                } else
+                k = take_percpu(s, g, s->buf.data);
+                if (k == -ENOMEM)
+                        return k;
+                if (k < 0)
                         log_debug("%s: cpuacct.usage_percpu does not parse, skipping it this round.", g->path);
-        }
+        } else if (k == -EFBIG)
+                log_debug("%s: cpuacct.usage_percpu is over 4 MiB, skipping it.", g->path);
 
-        k = read_fd(g->stat_fd, buf, sizeof buf);
+        k = read_fd(s, g->stat_fd);
         if (k >= 0) {
+                buf = s->buf.data;
                 if (cgroup_parse_keyed_u64(buf, "throttled_time", &v) >= 0) {
                         g->throttled_ns = v;
                         g->have_throttled = true;

@@ -4,6 +4,7 @@
  * round (sampling.c) on a fixture /proc plus cgroup tree: groups selected, counters read and
  * converted, a thread moving groups, a group removed mid-round, counters going backwards.
  */
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,6 +82,11 @@ static void test_parsers(_unused_ void **state) {
         assert_int_equal(v[1], 400);
         assert_int_equal(cgroup_parse_u64_list("1 2 x\n", v, 4), -EINVAL);
         assert_int_equal(cgroup_parse_u64_list("1 2 3 4 5\n", v, 4), -EINVAL);
+        /* Cut short (the kernel ends the list with a newline), or a value past 2^64 - 1. */
+        assert_int_equal(cgroup_parse_u64_list("600 40", v, 4), -EINVAL);
+        assert_int_equal(cgroup_parse_u64_list("", v, 4), -EINVAL);
+        assert_int_equal(cgroup_parse_u64_list("18446744073709551615 \n", v, 4), 1);
+        assert_int_equal(cgroup_parse_u64_list("18446744073709551616 \n", v, 4), -EINVAL);
 
         assert_int_equal(cgroup_weight_to_shares(100), 1024);
         assert_int_equal(cgroup_weight_to_shares(1), 10);
@@ -647,6 +653,162 @@ static void test_quiet_threads(_unused_ void **state) {
         pipe_close(&p);
 }
 
+/* ---- big machines: files far over a page, read whole ------------------------------------------- */
+
+/* A growing string, for files of any size. */
+typedef struct Text {
+        char *s;
+        size_t n, allocated;
+} Text;
+
+static void text_add(Text *t, const char *fmt, ...) {
+        va_list ap;
+        int l;
+
+        for (;;) {
+                va_start(ap, fmt);
+                l = vsnprintf(t->s ? t->s + t->n : NULL, t->s ? t->allocated - t->n : 0, fmt, ap);
+                va_end(ap);
+                assert_true(l >= 0);
+                if (t->s && t->n + (size_t) l < t->allocated)
+                        break;
+                t->allocated = MAX(t->allocated * 2, t->n + (size_t) l + 1);
+                t->s = realloc(t->s, t->allocated);
+                assert_non_null(t->s);
+        }
+        t->n += (size_t) l;
+}
+
+/* The kernel's usage_percpu: "%llu " for every possible CPU, then "\n". */
+static uint64_t percpu_value(size_t cpu) {
+        return UINT64_C(1000000000000) + cpu * 7919;
+}
+
+static Text percpu_file(size_t n_cpus) {
+        Text t = {};
+
+        for (size_t cpu = 0; cpu < n_cpus; cpu++)
+                text_add(&t, "%" PRIu64 " ", percpu_value(cpu));
+        text_add(&t, "\n");
+        return t;
+}
+
+/* Every other CPU, one by one: the longest form a list of that many CPUs takes. */
+static Text sparse_list(size_t n_cpus) {
+        Text t = {};
+
+        for (size_t cpu = 0; cpu < n_cpus; cpu += 2)
+                text_add(&t, "%s%zu", cpu ? "," : "", cpu);
+        text_add(&t, "\n");
+        return t;
+}
+
+static void check_big_v1(size_t n_cpus) {
+        char *dir = fx_copy("cgroup-v1");
+        CgroupFs *fs = open_v1(dir);
+        Config *c = config_with(NULL, NULL);
+        CgroupSampler *s = NULL;
+        CgroupGroup *web;
+        unsigned *cap = calloc(n_cpus, sizeof *cap);
+        Text percpu = percpu_file(n_cpus), cpus = sparse_list(n_cpus);
+        uint64_t sum = 0, want_sum = 0, cap_sum = 0;
+
+        assert_non_null(cap);
+        for (size_t cpu = 0; cpu < n_cpus; cpu++) {
+                cap[cpu] = 256 + (unsigned) (cpu % 769);
+                want_sum += percpu_value(cpu);
+                if (cpu % 2 == 0)
+                        cap_sum += cap[cpu];
+        }
+        /* Several pages each: a reader with a fixed page-sized buffer sees a prefix only. */
+        assert_true(percpu.n > 4096);
+        if (n_cpus >= 4096)
+                assert_true(cpus.n > 4096);
+        fx_write(dir, "cpuacct/web/cpuacct.usage_percpu", "%s", percpu.s);
+        fx_write(dir, "cpuset/web/cpuset.effective_cpus", "%s", cpus.s);
+
+        assert_int_equal(cgroup_sampler_new(fs, filter_of(c), &s), 0);
+        cgroup_sampler_set_capacities(s, cap, n_cpus);
+        cgroup_sampler_settle(s);
+        assert_int_equal(cgroup_sampler_walk(s, NULL, NULL), 0);
+        web = group_named(s, "/web");
+        assert_non_null(web);
+        assert_int_equal(web->n_percpu, n_cpus);
+        for (size_t cpu = 0; cpu < web->n_percpu; cpu++) {
+                assert_int_equal(web->percpu_ns[cpu], percpu_value(cpu));
+                sum += web->percpu_ns[cpu];
+        }
+        assert_int_equal(sum, want_sum);
+        assert_int_equal(web->nr_cpus, n_cpus / 2);
+        assert_int_equal(web->capacity, (unsigned) (cap_sum / (n_cpus / 2)));
+
+        /* Read again through the kept fds, as every round does. */
+        cgroup_sampler_settle(s);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(web->state, CGROUP_GROUP_LIVE);
+        assert_int_equal(web->n_percpu, n_cpus);
+        assert_int_equal(web->percpu_ns[n_cpus - 1], percpu_value(n_cpus - 1));
+        assert_int_equal(web->nr_cpus, n_cpus / 2);
+
+        /* Garbage far past the first page: the whole file is refused, not its first values taken. */
+        percpu.s[percpu.n - 40] = 'x';
+        fx_write(dir, "cpuacct/web/cpuacct.usage_percpu", "%s", percpu.s);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(web->n_percpu, 0);
+
+        /* Cut mid-number (no final newline, which the kernel always writes): refused. */
+        free(percpu.s);
+        percpu = percpu_file(n_cpus);
+        fx_write(dir, "cpuacct/web/cpuacct.usage_percpu", "%.*s", (int) (percpu.n - 4), percpu.s);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(web->n_percpu, 0);
+
+        /* Whole again: read exactly. */
+        fx_write(dir, "cpuacct/web/cpuacct.usage_percpu", "%s", percpu.s);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(web->n_percpu, n_cpus);
+        assert_int_equal(web->percpu_ns[n_cpus - 1], percpu_value(n_cpus - 1));
+
+        free(percpu.s);
+        free(cpus.s);
+        free(cap);
+        cgroup_sampler_free(s);
+        config_free(c);
+        cgroup_fs_free(fs);
+        fx_remove(dir);
+}
+
+static void test_big_machines(_unused_ void **state) {
+        /* 384 CPUs: the file is just over a page, its last values were cut off mid-number. */
+        check_big_v1(384);
+        check_big_v1(512);
+        check_big_v1(4096);
+        check_big_v1(8192);
+}
+
+static void test_too_many_cpus(_unused_ void **state) {
+        char *dir = fx_copy("cgroup-v1");
+        CgroupFs *fs = open_v1(dir);
+        Config *c = config_with(NULL, NULL);
+        CgroupSampler *s = NULL;
+        Text percpu = percpu_file(8193);
+
+        /* More values than CPUMASK_MAX CPUs: not a file a kernel writes; refused. */
+        fx_write(dir, "cpuacct/web/cpuacct.usage_percpu", "%s", percpu.s);
+        assert_int_equal(cgroup_sampler_new(fs, filter_of(c), &s), 0);
+        cgroup_sampler_settle(s);
+        assert_int_equal(cgroup_sampler_walk(s, NULL, NULL), 0);
+        assert_non_null(group_named(s, "/web"));
+        assert_int_equal(group_named(s, "/web")->n_percpu, 0);
+        assert_true(group_named(s, "/web")->have_usage);
+
+        free(percpu.s);
+        cgroup_sampler_free(s);
+        config_free(c);
+        cgroup_fs_free(fs);
+        fx_remove(dir);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parsers),
@@ -655,6 +817,8 @@ int main(void) {
                 cmocka_unit_test(test_sampler_v2),
                 cmocka_unit_test(test_pipeline),
                 cmocka_unit_test(test_quiet_threads),
+                cmocka_unit_test(test_big_machines),
+                cmocka_unit_test(test_too_many_cpus),
         };
 
         log_set_max_level(LOG_ERR);

@@ -65,7 +65,11 @@ int cgroup_parse_tids(const char *s, pid_t **ret, size_t *ret_n);
 /* "key value" lines; returns 0 and *ret when key is present, -ENOENT when it is not, -EINVAL when garbled. */
 int cgroup_parse_keyed_u64(const char *s, const char *key, uint64_t *ret);
 
-/* Space-separated counters (cpuacct.usage_percpu). Returns the count or -EINVAL. */
+/*
+ * Space-separated counters (cpuacct.usage_percpu), at most max of them. The kernel ends the list
+ * with a newline: one without it was cut short. Returns the count, or -EINVAL (garbled, cut, more
+ * than max, a value over 2^64 - 1).
+ */
 int cgroup_parse_u64_list(const char *s, uint64_t *ret, size_t max);
 
 /* systemd's conversions: shares 2..262144, weight 1..10000. */

@@ -56,7 +56,29 @@ int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret);
  */
 int rootdir_write_string(const RootDir *r, const char *path, const char *value);
 
-/* Reads all of fd from offset 0 with pread into buf (size includes room for the NUL). */
+/*
+ * Reads all of fd from offset 0 with pread into buf (size includes room for the NUL), for files
+ * whose length has a known bound (a single number). A file that fills the buffer is -EFBIG, never
+ * cut silently: buf must be longer than the bound by at least one byte beyond the NUL.
+ */
 ssize_t pread_string(int fd, char *buf, size_t size);
+
+/*
+ * A buffer for whole-file reads of kept-open files: it grows to the longest file read through it
+ * and stays, so a steady round allocates nothing. Zero-initialized is empty.
+ */
+typedef struct ReadBuf {
+        char *data;
+        size_t allocated;
+} ReadBuf;
+
+void readbuf_done(ReadBuf *b);
+
+/*
+ * Reads all of fd from offset 0 with pread, to EOF, into b, growing it as needed (files over 4 MiB:
+ * -EFBIG), and NUL-terminates it. Returns the length or -errno; b->data stays valid until the next
+ * read through b.
+ */
+ssize_t pread_full(int fd, ReadBuf *b);
 /* Reads all of fd from its current position into a new string (may be large, e.g. tasks files). */
 int read_full_fd(int fd, char **ret, size_t *ret_size);

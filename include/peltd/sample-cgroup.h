@@ -51,6 +51,7 @@ typedef struct CgroupGroup {
         uint64_t sample_ns;          /* CLOCK_MONOTONIC when the usage counters were read */
         uint64_t *percpu_ns;         /* v1 cpuacct.usage_percpu, one per possible CPU */
         size_t n_percpu;             /* 0: not available this round */
+        size_t allocated_percpu;     /* percpu_ns grows to the CPUs and stays */
         bool have_throttled;
         uint64_t throttled_ns;
         uint64_t nr_throttled;
