@@ -152,6 +152,7 @@ struct ProcSampler {
         bool warned_fds;
 
         int stat_fd;                 /* /proc/stat */
+        ReadBuf stat_buf;            /* its text: a line per CPU and the IRQ counts, grown once, kept */
 
         /* Process CPU clocks, each read once a round: pid -> index in clocks[]. */
         bool process_clocks;
@@ -331,6 +332,7 @@ ProcSampler *proc_sampler_free(ProcSampler *s) {
                 close(s->netlink_fd);
         if (s->stat_fd >= 0)
                 close(s->stat_fd);
+        readbuf_done(&s->stat_buf);
         free(s);
         return NULL;
 }
@@ -519,6 +521,7 @@ static ssize_t read_task_file(ProcSampler *s, const ProcThread *t, int fd, const
 }
 
 static int read_schedstat(ProcSampler *s, ProcThread *t, uint64_t *run, uint64_t *wait, uint64_t *slices) {
+        /* Three u64 (at most 20 digits each), two spaces and a newline: 63 bytes at most. */
         char buf[96];
         ssize_t n = read_task_file(s, t, t->schedstat_fd, "schedstat", buf, sizeof buf);
 
@@ -528,7 +531,13 @@ static int read_schedstat(ProcSampler *s, ProcThread *t, uint64_t *run, uint64_t
 }
 
 static int read_stat(ProcSampler *s, ProcThread *t, char comm[static 16], int *nice, uint64_t *starttime, int *cpu) {
-        char buf[1024];
+        /*
+         * 52 fields: the comm in parentheses (15 bytes for user threads, under 64 for kernel
+         * threads' long names) and 51 numbers of at most 20 digits and a sign, each with its
+         * separator: under 1,200 bytes. Fields a later kernel appends fit in the rest; a line that
+         * fills the buffer is refused (the thread is not read), never parsed cut.
+         */
+        char buf[2048];
         ssize_t n = read_task_file(s, t, t->stat_fd, "stat", buf, sizeof buf);
 
         if (n < 0)
@@ -1033,17 +1042,13 @@ size_t proc_sampler_n_quiet(const ProcSampler *s) {
 }
 
 int proc_sampler_cpu_times(ProcSampler *s, ProcCpuTimes *ret, size_t max) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 4096 + max * 128;
         ssize_t n;
 
         if (s->stat_fd < 0)
                 return -ENOENT;
-        buf = malloc(size);
-        if (!buf)
-                return -ENOMEM;
-        n = pread_string(s->stat_fd, buf, size);
+        /* Whole: its length grows with CPUs and IRQs (the "intr" line), and a cut line must not parse. */
+        n = pread_full(s->stat_fd, &s->stat_buf);
         if (n < 0)
                 return (int) n;
-        return proc_parse_cpu_times(buf, ret, max);
+        return proc_parse_cpu_times(s->stat_buf.data, ret, max);
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* sample-proc.c: the parsers, and the sampler on a fixture /proc with its races. */
 #include <fcntl.h>
+#include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <sys/resource.h>
@@ -153,6 +154,51 @@ static void test_discovery(_unused_ void **state) {
         assert_int_equal(ct[0].steal, 500);
         assert_int_equal(ct[1].steal, 400);
         assert_int_equal(ct[2].steal, 100);
+        fx_close(&f);
+}
+
+/* /proc/stat of a 4,096-CPU machine with long counters and many IRQs: megabytes, read whole. */
+static void test_big_proc_stat(_unused_ void **state) {
+        enum { CPUS = 4096 };
+        Fx f = {};
+        ProcCpuTimes *ct = calloc(CPUS + 1, sizeof *ct);
+        size_t size = (size_t) (CPUS + 1) * 256 + 40 * 4096 + 64, n = 0;
+        char *text = malloc(size);
+        uint64_t big = UINT64_C(100000000000000000); /* 18 digits, ten of them still fit a u64 */
+
+        assert_non_null(ct);
+        assert_non_null(text);
+        fx_open(&f, 0);
+        n += (size_t) snprintf(text + n, size - n, "cpu  1 0 0 1 0 0 0 1 0 0\n");
+        for (unsigned cpu = 0; cpu < CPUS; cpu++) {
+                n += (size_t) snprintf(text + n, size - n, "cpu%u", cpu);
+                for (unsigned k = 0; k < 10; k++)
+                        n += (size_t) snprintf(text + n, size - n, " %" PRIu64, big + cpu * 10 + k);
+                n += (size_t) snprintf(text + n, size - n, "\n");
+        }
+        n += (size_t) snprintf(text + n, size - n, "intr 1");
+        for (unsigned irq = 0; irq < 4096; irq++)
+                n += (size_t) snprintf(text + n, size - n, " %u", 1000000000u + irq);
+        n += (size_t) snprintf(text + n, size - n, "\nctxt 100\n");
+        assert_true(n < size);
+        fx_write(f.dir, "stat", "%s", text);
+
+        assert_int_equal(proc_sampler_cpu_times(f.s, ct, CPUS + 1), CPUS + 1);
+        for (unsigned cpu = 0; cpu < CPUS; cpu++) {
+                uint64_t total = 0;
+
+                for (unsigned k = 0; k < 8; k++)
+                        total += big + cpu * 10 + k;
+                assert_int_equal(ct[cpu + 1].steal, big + cpu * 10 + 7);
+                assert_int_equal(ct[cpu + 1].total, total);
+        }
+        /* And again through the kept fd, with the buffer it grew to. */
+        memset(ct, 0, (CPUS + 1) * sizeof *ct);
+        assert_int_equal(proc_sampler_cpu_times(f.s, ct, CPUS + 1), CPUS + 1);
+        assert_int_equal(ct[CPUS].steal, big + (CPUS - 1) * 10 + 7);
+
+        free(text);
+        free(ct);
         fx_close(&f);
 }
 
@@ -356,6 +402,7 @@ int main(void) {
                 cmocka_unit_test(test_parse_schedstat),
                 cmocka_unit_test(test_parse_stat),
                 cmocka_unit_test(test_parse_cpu_times),
+                cmocka_unit_test(test_big_proc_stat),
                 cmocka_unit_test(test_discovery),
                 cmocka_unit_test(test_exit_and_garbled),
                 cmocka_unit_test(test_fd_shortage_and_pid_reuse),
