@@ -48,20 +48,24 @@ static int print_json(Policy policy, const PlanFile *f, const PolicyResult *res,
         return 0;
 }
 
-static void print_text(Policy policy, const PlanFile *f, const PolicyResult *res, double energy, bool kernel_model) {
+static int print_text(Policy policy, const PlanFile *f, const PolicyResult *res, double energy, bool kernel_model) {
         printf("Policy: %s\n", policy_to_string(policy));
         for (size_t i = 0; i < f->n_groups; i++) {
                 _cleanup_free_ char *a = NULL, *b = NULL;
                 const char *path = utf8_escape(f->groups[i].path, &a), *reason = utf8_escape(res[i].reason, &b);
-                char cpus[4096];
+                /* Whole: a list of 8,192 CPUs can take 20 KB ("0,2,4,...,8190"). */
+                _cleanup_free_ char *cpus = cpumask_to_list(&res[i].cpus);
 
+                if (!cpus)
+                        return log_oom();
                 printf("\n[Group %s]\n", strna(path));
-                printf("  CPUs:   %s\n", cpumask_format(&res[i].cpus, cpus, sizeof cpus));
+                printf("  CPUs:   %s\n", cpus);
                 printf("  Shares: %" PRIu64 "\n", res[i].shares);
                 printf("  Reason: %s\n", strna(reason));
         }
         printf("\nEnergy estimate: %.1f (%s)\n", energy,
                kernel_model ? "the kernel's Energy Model" : "built-in model, arbitrary units");
+        return 0;
 }
 
 int cmd_plan(const Args *args) {
@@ -147,7 +151,7 @@ int cmd_plan(const Args *args) {
         if (args->json) {
                 if (print_json(params.policy, f, res, energy) < 0)
                         return EXIT_FAILURE;
-        } else
-                print_text(params.policy, f, res, energy, em);
+        } else if (print_text(params.policy, f, res, energy, em) < 0)
+                return EXIT_FAILURE;
         return EXIT_SUCCESS;
 }

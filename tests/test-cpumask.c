@@ -111,11 +111,55 @@ static void test_format_truncates(_unused_ void **state) {
         assert_string_equal(buf, "0,2,4,6...");
 }
 
+/* Lists of up to 8,192 CPUs in their longest forms (~20 KB), whole both ways. */
+static void check_long_list(int step, int run) {
+        size_t size = 64 * 1024, n = 0;
+        _cleanup_free_ char *in = malloc(size), *out = NULL;
+        char small[128];
+        CpuMask m;
+        int count = 0;
+
+        assert_non_null(in);
+        in[0] = 0;
+        for (int cpu = 0; cpu + run - 1 < CPUMASK_MAX; cpu += step) {
+                if (run == 1)
+                        n += (size_t) snprintf(in + n, size - n, "%s%d", n ? "," : "", cpu);
+                else
+                        n += (size_t) snprintf(in + n, size - n, "%s%d-%d", n ? "," : "", cpu, cpu + run - 1);
+                count += run;
+        }
+        assert_true(n < size);
+        assert_int_equal(cpumask_parse_list(in, &m), 0);
+        assert_int_equal(cpumask_count(&m), count);
+        out = cpumask_to_list(&m);
+        assert_non_null(out);
+        assert_string_equal(out, in);
+
+        /* Into a small buffer (logs): cut, and it says so. */
+        cpumask_format(&m, small, sizeof small);
+        assert_true(strlen(small) < sizeof small);
+        assert_true(strlen(small) > 100);
+        assert_string_equal(small + strlen(small) - 3, "...");
+}
+
+static void test_long_lists(_unused_ void **state) {
+        CpuMask m;
+
+        check_long_list(2, 1);       /* 0,2,4,...,8190: 4,096 items */
+        check_long_list(3, 1);
+        check_long_list(4, 2);       /* 0-1,4-5,...,8188-8189: five characters a CPU */
+        assert_int_equal(cpumask_parse_list("0-8191\n", &m), 0);
+        assert_int_equal(cpumask_count(&m), CPUMASK_MAX);
+        assert_int_equal(cpumask_parse_list("0-8192", &m), -ERANGE);
+        assert_int_equal(cpumask_parse_list("8192", &m), -ERANGE);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_list),  cmocka_unit_test(test_parse_list_bad),
                 cmocka_unit_test(test_parse_hex),   cmocka_unit_test(test_ops),
                 cmocka_unit_test(test_bytes),       cmocka_unit_test(test_format_truncates),
+                cmocka_unit_test(test_long_lists),
         };
 
         return cmocka_run_group_tests(tests, NULL, NULL);
