@@ -19,6 +19,7 @@
 
 #include "peltd/macro.h"
 #include "peltd/topology.h"
+#include "topo-builder.h"
 
 static const char *fixtures;
 
@@ -399,6 +400,86 @@ static void test_text(_unused_ void **state) {
         topology_free(t);
 }
 
+/* ---- big machines: a sysfs tree written from a shape built in memory, read back exactly --------- */
+
+static void put_list(const char *root, const char *rel, const CpuMask *m) {
+        _cleanup_free_ char *l = cpumask_to_list(m), *line = NULL;
+
+        assert_non_null(l);
+        assert_true(asprintf(&line, "%s\n", l) >= 0);
+        put(root, rel, line);
+}
+
+static void put_num(const char *root, const char *rel, long long v) {
+        char b[32];
+
+        (void) snprintf(b, sizeof b, "%lld\n", v);
+        put(root, rel, b);
+}
+
+/* The files topology_load() reads, as a kernel writes them for the machine t describes. */
+static void write_tree(const char *d, const Topology *t) {
+        char p[PATH_MAX];
+
+        put_list(d, "sys/devices/system/cpu/online", &t->online);
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                const TopoCpu *c = &t->cpus[i];
+
+#define AT(fmt, ...) ((void) snprintf(p, sizeof p, "sys/devices/system/cpu/cpu%d/" fmt, c->cpu, ##__VA_ARGS__), p)
+                put_num(d, AT("topology/physical_package_id"), c->package);
+                put_num(d, AT("topology/die_id"), c->die);
+                put_num(d, AT("topology/core_id"), c->core);
+                put_list(d, AT("topology/thread_siblings_list"), &t->smt_groups[c->smt_index]);
+                put_list(d, AT("topology/core_siblings_list"), &t->packages[c->package_index].cpus);
+                put_list(d, AT("topology/package_cpus_list"), &t->packages[c->package_index].cpus);
+                put_list(d, AT("topology/die_cpus_list"), &t->dies[c->die_index].cpus);
+                put(d, AT("cache/index3/type"), "Unified\n");
+                put(d, AT("cache/index3/level"), "3\n");
+                put_list(d, AT("cache/index3/shared_cpu_list"), &t->llc_groups[c->llc_index]);
+#undef AT
+        }
+        for (size_t k = 0; k < t->n_freq_domains; k++) {
+                (void) snprintf(p, sizeof p, "sys/devices/system/cpu/cpufreq/policy%d/related_cpus", cpumask_first(&t->freq_domains[k]));
+                put_list(d, p, &t->freq_domains[k]);
+                (void) snprintf(p, sizeof p, "sys/devices/system/cpu/cpufreq/policy%d/cpuinfo_max_freq", cpumask_first(&t->freq_domains[k]));
+                put_num(d, p, topology_cpu(t, cpumask_first(&t->freq_domains[k]))->max_freq_khz);
+        }
+        for (size_t k = 0; k < t->n_numa_nodes; k++) {
+                (void) snprintf(p, sizeof p, "sys/devices/system/node/node%d/cpulist", t->numa_nodes[k].id);
+                put_list(d, p, &t->numa_nodes[k].cpus);
+        }
+}
+
+static void check_big_tree(unsigned packages, unsigned cores, unsigned threads, TopoNumbering numbering,
+                           size_t longest_at_least) {
+        _cleanup_free_ char *d = tree(), *l = NULL;
+        Topology *want = topo_build_smp(packages, cores, threads, numbering), *got;
+
+        /* Every CPU at the same top frequency: capacities from it, all 1024. */
+        want->capacity_source = CAPACITY_FROM_MAX_FREQ;
+        write_tree(d, want);
+        l = cpumask_to_list(&want->packages[0].cpus);
+        assert_true(strlen(l) >= longest_at_least);
+
+        got = load_at(d);
+        assert_int_equal(got->n_cpus, (size_t) packages * cores * threads);
+        assert_int_equal(got->n_packages, packages);
+        assert_int_equal(got->n_smt_groups, (size_t) packages * cores);
+        assert_true(cpumask_equal(&got->packages[packages - 1].cpus, &want->packages[packages - 1].cpus));
+        assert_true(topology_equal(got, want));
+
+        topology_free(got);
+        topo_build_free(want);
+        rm_rf(d);
+}
+
+static void test_big_trees(_unused_ void **state) {
+        /* 512 CPUs, x86 numbering: a package's list is two ranges. */
+        check_big_tree(2, 128, 2, TOPO_NUMBER_X86, 0);
+        /* 4,096 CPUs, packages interleaved: each package lists 1,024 CPUs one by one (~5 KB). */
+        check_big_tree(4, 512, 2, TOPO_NUMBER_INTERLEAVED, 4096);
+}
+
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_fixtures_json),
@@ -410,6 +491,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test(test_odd_files),
                 cmocka_unit_test(test_refresh),
                 cmocka_unit_test(test_text),
+                cmocka_unit_test(test_big_trees),
         };
 
         if (argc != 2) {
