@@ -97,16 +97,20 @@ int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, ui
 
         /* Say an intended change (or a refusal) once, not every round. */
         {
-                char cpus[128], intent[192];
+                /* The whole list: a cut one would take two sets with a long common start for one intent. */
+                _cleanup_free_ char *cpus = cpumask_to_list(&res->cpus), *intent = NULL;
 
-                snprintf(intent, sizeof intent, "%s/%" PRIu64 "/%d", fmt_cpus(&res->cpus, cpus, sizeof cpus), p.shares, r);
+                if (!cpus || asprintf(&intent, "%s/%" PRIu64 "/%d", cpus, p.shares, r) < 0) {
+                        cg_writes_free(w, n);
+                        return log_oom();
+                }
                 if (m->dry_run || r < 0) {
                         if (g->last_intent && streq(g->last_intent, intent)) {
                                 cg_writes_free(w, n);
                                 return 0;
                         }
                         free(g->last_intent);
-                        g->last_intent = strdup(intent);
+                        g->last_intent = TAKE_PTR(intent);
                 }
         }
 

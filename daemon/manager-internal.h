@@ -95,6 +95,7 @@ struct Manager {
         char last_change[512];
 };
 
+/* For log lines: a list longer than buf is cut and ends in "..." (never a key or a value written). */
 static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
         cpumask_format(m, buf, size);
         return buf[0] ? buf : "(none)";
