@@ -188,6 +188,17 @@ static int plan_item(Step *steps, size_t *n, size_t item, const CgWrite *w, cons
 }
 
 /*
+ * Whether a write puts a file back to its recorded original (a rollback): the record it needs is
+ * there already, and the state file forgets it afterwards (sync_record()), so nothing is written
+ * to the state file first. A rollback then works with the state file's disk full.
+ */
+static bool back_to_original(const Originals *o, const CgWrite *w, const char *value) {
+        const Original *e = originals_find(o, w->hierarchy, w->group, w->file);
+
+        return e && !is_subtree_control(w->file) && value_holds(w->file, value, e->original);
+}
+
+/*
  * Takes items[i]'s file from from[i] to to[i], in an order the kernel accepts, retrying refusals
  * while any write makes progress. When record is set, the state file learns each value before it
  * is written (and a write whose value cannot be recorded is not made). errors[i] gets each item's
@@ -228,13 +239,16 @@ static int write_items(const CgroupIO *io, CgWrite *const *items, const char *co
                                 continue;
                         if (st->after >= 0 && steps[st->after].error != 0)
                                 continue;
-                        if (record) {
+                        if (record && !back_to_original(record, w, st->value)) {
                                 _cleanup_free_ char *v = recorded_value(record, w, st->value);
 
                                 r = v ? originals_record(record, w->hierarchy, w->group, w->file, w->old, v) : -ENOMEM;
                                 if (r < 0) {
-                                        st->error = log_error_errno(r, "Failed to record the original %s of %s in %s, not writing it: %m",
-                                                                    w->file, w->group, record->path);
+                                        /* No change without a record: not written; the caller says why. */
+                                        log_debug_errno(r, "Failed to record the original %s of %s in %s, not writing it: %m",
+                                                        w->file, w->group, record->path);
+                                        st->error = r;
+                                        w->unrecorded = true;
                                         continue;
                                 }
                         }
@@ -313,6 +327,124 @@ static const char *initial_value(const CgWrite *w, size_t n, const CgWrite *item
         return NULL;
 }
 
+/* Whether a write's group is still there (its children can be listed); systemd units are not groups. */
+static bool group_exists(const CgroupIO *io, const CgWrite *w) {
+        _cleanup_strv_free_ char **kids = NULL;
+
+        if (streq(w->hierarchy, "systemd"))
+                return false;
+        return io->children(io->userdata, w->hierarchy, w->group, &kids) >= 0;
+}
+
+bool cg_batch_changed(const CgWrite *w, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (w[i].changed)
+                        return true;
+        return false;
+}
+
+const CgWrite *cg_batch_failure(const CgWrite *w, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (w[i].error < 0)
+                        return &w[i];
+        return NULL;
+}
+
+/*
+ * What a refused write means, as the kernel's cgroup code (and systemd's, for units) returns it.
+ * Within a batch, EBUSY and EACCES are retried after the other writes (one of them may lift it);
+ * this says what happens to the group after the batch failed.
+ */
+CgErrorClass cg_error_class(int err) {
+        switch (-abs(err)) {
+        case -EBUSY:
+                /* v1: a child cpuset not inside the new set. The child may change, or be removed. */
+        case -EACCES:
+                /* v1: outside the parent's cpuset. peltd reads the parent again each task round and
+                 * plans inside it; the parent may be widened meanwhile. (A permission refusal would
+                 * say EPERM for root.) */
+        case -EAGAIN:
+        case -EINTR:
+                /* Try again: nothing is wrong with the value. */
+        case -ENOMEM:
+                /* The kernel (or peltd) was short of memory: it may not be next time. */
+        case -EIO:
+                /* An I/O error of a file that is there: retried, slower and slower. */
+                return CG_ERROR_TRANSIENT;
+
+        case -ENOENT:
+        case -ENODEV:
+                /* The group went away between the read and the write (ENODEV: a kept-open file of a
+                 * removed group). The group walk drops it; said at debug level only. */
+                return CG_ERROR_GONE;
+
+        case -EINVAL:
+                /* The value is refused as such: a CPU that is not there, an exclusive cpuset that would
+                 * overlap a sibling's, shares out of range. Only a new value or topology lifts it. */
+        case -EPERM:
+                /* Not allowed at all: the root group, a v2 threaded subtree, a security module. */
+        case -ENOSPC:
+                /* v1: the new cpuset leaves attached tasks no CPU or memory node (cpuset.mems empty,
+                 * or every CPU offline); v2: the subtree has no room for the controller. peltd never
+                 * writes an empty set, so only a change of topology or plan lifts it. */
+        case -EOPNOTSUPP:
+                /* The group is there but the file is not (cg_write_batch()): its controller is not
+                 * available in that hierarchy. Nothing comes of asking again. */
+        case -EROFS:
+                /* A read-only cgroupfs. */
+        default:
+                /* Anything else is not known to pass: stop until something changes, say it once. */
+                return CG_ERROR_PERMANENT;
+        }
+}
+
+void cg_retry_done(CgRetry *s) {
+        free(s->key);
+        *s = (CgRetry){ 0 };
+}
+
+bool cg_retry_due(CgRetry *s, const char *key) {
+        if (s->error == 0)
+                return true;
+        if (!s->key || !streq(s->key, key)) {
+                /* Something changed (the plan, what it depends on): a new try, a new episode. */
+                cg_retry_done(s);
+                return true;
+        }
+        if (s->class == CG_ERROR_PERMANENT)
+                return false;
+        if (s->skip > 0) {
+                s->skip--;
+                return false;
+        }
+        return true;
+}
+
+bool cg_retry_failed(CgRetry *s, const char *key, int err, CgErrorClass c) {
+        bool same = s->error == err && s->key && streq(s->key, key);
+
+        if (!same) {
+                char *k = strdup(key);
+
+                /* Without the key the next round simply tries again. */
+                free(s->key);
+                *s = (CgRetry){ .key = k };
+        }
+        s->error = err;
+        s->class = c;
+        s->failures++;
+        s->wait = s->wait == 0 ? 1 : MIN(s->wait * 2, CG_RETRY_MAX_ROUNDS);
+        s->skip = s->wait;
+        return !same;
+}
+
+unsigned cg_retry_succeeded(CgRetry *s) {
+        unsigned n = s->error < 0 ? s->failures : 0;
+
+        cg_retry_done(s);
+        return n;
+}
+
 int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run) {
         _cleanup_free_ CgWrite **items = NULL;
         _cleanup_free_ const char **from = NULL, **to = NULL;
@@ -331,14 +463,14 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
         for (size_t i = 0; i < n; i++) {
                 w[i].changed = false;
                 w[i].error = 0;
+                w[i].unrecorded = false;
                 free(w[i].old);
                 w[i].old = NULL;
                 if (streq(w[i].file, "cpuset.cpus")) {
                         CpuMask v;
 
                         if (cpumask_parse_list(w[i].value, &v) < 0 || cpumask_empty(&v))
-                                return log_error_errno(EINVAL, "Refusing to write \"%s\" to cpuset.cpus of %s.",
-                                                       w[i].value, w[i].group);
+                                return w[i].error = -EINVAL; /* never written empty */
                 }
                 r = io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &w[i].old);
                 if (r == -ENOENT) {
@@ -347,7 +479,8 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                         if (initial) {
                                 w[i].old = strdup(initial);
                                 r = w[i].old ? 0 : -ENOMEM;
-                        }
+                        } else if (group_exists(io, &w[i]))
+                                r = -EOPNOTSUPP; /* the group is there, the file is not */
                 }
                 if (r < 0)
                         return w[i].error = r;
@@ -416,8 +549,18 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                 /* Whatever happened, the state file must describe what the files hold. */
                 for (size_t i = 0; i < m; i++) {
                         _cleanup_free_ char *cur = NULL;
+                        int r2;
 
-                        if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &cur) < 0)
+                        r2 = io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &cur);
+                        if (r2 == -ENOENT || r2 == -ENODEV) {
+                                /* The group went away meanwhile: nothing of it to restore. */
+                                items[i]->changed = false;
+                                if (originals)
+                                        (void) originals_forget(originals, items[i]->hierarchy, items[i]->group,
+                                                                items[i]->file);
+                                continue;
+                        }
+                        if (r2 < 0)
                                 continue;
                         items[i]->changed = !value_holds(items[i]->file, cur, undo[i]);
                         sync_record(originals, items[i], cur);
@@ -676,9 +819,14 @@ static int add_write(Writes *ws, const char *hierarchy, const char *group, const
         return 0;
 }
 
-/* Descendants with a cpuset of their own keep what of their original set lies in the new one. */
+/*
+ * Descendants with a cpuset of their own keep what of their original set lies in the new one. On
+ * v1 a descendant none of whose CPUs the new set keeps stops the placement (-EBUSY, as the kernel
+ * would say, and *ret_child names it): moving it outside its own CPUs is not peltd's to do. On v2
+ * it takes the group's set (the kernel would give it the parent's effective CPUs anyway).
+ */
 static int add_descendants(const CgroupIO *io, const Originals *o, const char *hierarchy, const char *group,
-                           const CpuMask *cpus, Writes *ws) {
+                           const CpuMask *cpus, Writes *ws, char **ret_child) {
         _cleanup_strv_free_ char **kids = NULL;
         int r;
 
@@ -703,6 +851,12 @@ static int add_descendants(const CgroupIO *io, const Originals *o, const char *h
                                 return -EBADMSG;
                 }
                 cpumask_and(&m, &own, cpus);
+                if (cpumask_empty(&m) && streq(hierarchy, "cpuset")) {
+                        if (!ret_child)
+                                return -EBUSY;
+                        *ret_child = strdup(*k);
+                        return *ret_child ? -EBUSY : -ENOMEM;
+                }
                 if (cpumask_empty(&m))
                         m = *cpus;
                 value = cpumask_to_list(&m);
@@ -711,7 +865,7 @@ static int add_descendants(const CgroupIO *io, const Originals *o, const char *h
                 r = add_write(ws, hierarchy, *k, "cpuset.cpus", value);
                 if (r < 0)
                         return r;
-                r = add_descendants(io, o, hierarchy, *k, &m, ws);
+                r = add_descendants(io, o, hierarchy, *k, &m, ws, ret_child);
                 if (r < 0)
                         return r;
         }
@@ -740,7 +894,8 @@ static int add_subtree_control(const char *group, Writes *ws, bool cpuset, bool 
         return 0;
 }
 
-int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n) {
+int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n,
+                     char **ret_child) {
         Writes ws = {};
         _cleanup_free_ char *cpus = NULL, *num = NULL;
         int r = 0;
@@ -755,7 +910,7 @@ int placement_writes(const CgroupIO *io, const Originals *originals, const Place
         case APPLY_V1:
                 r = add_write(&ws, "cpuset", p->group, "cpuset.cpus", cpus);
                 if (r >= 0)
-                        r = add_descendants(io, originals, "cpuset", p->group, &p->cpus, &ws);
+                        r = add_descendants(io, originals, "cpuset", p->group, &p->cpus, &ws, ret_child);
                 if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, p->shares) < 0)
                         r = -ENOMEM;
                 if (r >= 0 && num)
@@ -766,7 +921,7 @@ int placement_writes(const CgroupIO *io, const Originals *originals, const Place
                 if (r >= 0)
                         r = add_write(&ws, "unified", p->group, "cpuset.cpus", cpus);
                 if (r >= 0)
-                        r = add_descendants(io, originals, "unified", p->group, &p->cpus, &ws);
+                        r = add_descendants(io, originals, "unified", p->group, &p->cpus, &ws, ret_child);
                 if (r >= 0 && p->shares > 0 && asprintf(&num, "%" PRIu64, cgroup_shares_to_weight(p->shares)) < 0)
                         r = -ENOMEM;
                 if (r >= 0 && num)

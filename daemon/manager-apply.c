@@ -65,12 +65,70 @@ static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, con
         snprintf(m->last_change, sizeof m->last_change, "%s %.200s %s -> %s", tbuf, g->path, oldb, newb);
 }
 
+/*
+ * What a group's retry state is keyed on: the planned CPUs and shares, and the online CPUs they
+ * were planned on. A reload resets it (manager_apply_group()), a group made again starts afresh.
+ */
+static char *retry_key(Manager *m, const PolicyResult *res, uint64_t shares) {
+        _cleanup_free_ char *cpus = cpumask_to_list(&res->cpus), *online = cpumask_to_list(&m->topology->online);
+        char *k;
+
+        if (!cpus || !online || asprintf(&k, "%s/%" PRIu64 " online %s", cpus, shares, online) < 0)
+                return NULL;
+        return k;
+}
+
+/*
+ * A placement that failed: said once per episode, here, with the file, the value and the error,
+ * and tried again after a growing wait (transient) or not until something changes (permanent).
+ */
+static void note_failure(Manager *m, ManagedGroup *g, const char *key, int r, const CgWrite *f, const char *child,
+                         const CpuMask *cpus) {
+        char buf[128];
+        CgErrorClass c = cg_error_class(r);
+
+        if (c == CG_ERROR_GONE && !child) {
+                log_debug_errno(r, "%s vanished while being placed: %m", g->path);
+                return;
+        }
+        if (f && f->unrecorded) {
+                /* The state file's directory full or unwritable: nothing changes without a record. */
+                if (m->record_error != r)
+                        log_error_errno(r, "Failed to record originals in %s: %m; changing no group until it works.",
+                                        m->config->state_file);
+                m->record_error = r;
+                (void) cg_retry_failed(&g->retry, key, r, CG_ERROR_TRANSIENT);
+                return;
+        }
+        if (child) {
+                /* A child cpuset that keeps none of its CPUs: it may change, or go. */
+                if (cg_retry_failed(&g->retry, key, r, CG_ERROR_TRANSIENT))
+                        log_notice("Leaving %s alone: its child %s has its own cpuset outside CPUs %s.", g->path, child,
+                                   fmt_cpus(cpus, buf, sizeof buf));
+                return;
+        }
+        if (!cg_retry_failed(&g->retry, key, r, c))
+                return;
+        if (f)
+                log_warning_errno(r, "Failed to write \"%s\" to %s of %s: %m; %s left as it was, %s.", f->value, f->file,
+                                  f->group, g->path,
+                                  c == CG_ERROR_PERMANENT ? "not trying again until its plan, the configuration or the CPUs change"
+                                                          : "trying again later");
+        else
+                log_warning_errno(r, "Failed to place %s on CPUs %s: %m; left as it was, %s.", g->path,
+                                  fmt_cpus(cpus, buf, sizeof buf),
+                                  c == CG_ERROR_PERMANENT ? "not trying again until its plan, the configuration or the CPUs change"
+                                                          : "trying again later");
+}
+
 int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
         Placement p = { .group = g->path, .cpus = res->cpus, .shares = res->shares_set ? res->shares : 0 };
+        _cleanup_free_ char *key = NULL, *child = NULL;
         bool cpus_differ, shares_differ;
         CgWrite *w = NULL;
         size_t n = 0;
         CpuMask old = g->cpus;
+        unsigned failures;
         int r;
 
         cpus_differ = !cpumask_equal(&res->cpus, &g->cpus);
@@ -78,58 +136,58 @@ int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, ui
         if (!cpus_differ && !shares_differ) {
                 free(g->last_intent);
                 g->last_intent = NULL;
+                cg_retry_done(&g->retry); /* the group holds its plan: whatever failed is over */
                 return 0;
         }
 
+        /* After a reload the target is resolved again, and what failed before is tried again. */
+        if (!g->target_known)
+                cg_retry_done(&g->retry);
         manager_resolve_target(m, g);
         p.target = g->target;
         p.unit = g->unit;
-        r = placement_writes(&m->io, m->originals, &p, &w, &n);
-        if (r < 0)
-                return log_warning_errno(r, "Failed to prepare the placement of %s: %m", g->path);
+
+        key = retry_key(m, res, p.shares);
+        if (!key)
+                return log_oom();
+        if (!cg_retry_due(&g->retry, key))
+                return 0;
+
+        r = placement_writes(&m->io, m->originals, &p, &w, &n, &child);
+        if (r < 0) {
+                note_failure(m, g, key, r, NULL, child, &res->cpus);
+                return 0;
+        }
 
         r = cg_write_batch(&m->io, m->originals, w, n, m->dry_run);
-        if (r == -ENOENT || r == -ENODEV) {
-                log_debug("%s vanished while being placed.", g->path);
-                cg_writes_free(w, n);
-                return 0;
-        }
-
-        /* Say an intended change (or a refusal) once, not every round. */
-        {
-                /* The whole list: a cut one would take two sets with a long common start for one intent. */
-                _cleanup_free_ char *cpus = cpumask_to_list(&res->cpus), *intent = NULL;
-
-                if (!cpus || asprintf(&intent, "%s/%" PRIu64 "/%d", cpus, p.shares, r) < 0) {
-                        cg_writes_free(w, n);
-                        return log_oom();
-                }
-                if (m->dry_run || r < 0) {
-                        if (g->last_intent && streq(g->last_intent, intent)) {
-                                cg_writes_free(w, n);
-                                return 0;
-                        }
-                        free(g->last_intent);
-                        g->last_intent = TAKE_PTR(intent);
-                }
-        }
-
         if (r < 0) {
-                log_warning_errno(r, "Failed to place %s on CPUs %s: %m; left as it was.", g->path,
-                                  fmt_cpus(&res->cpus, (char[128]){}, 128));
+                note_failure(m, g, key, r, cg_batch_failure(w, n), NULL, &res->cpus);
                 cg_writes_free(w, n);
                 return 0;
         }
+        if (m->record_error < 0 && !m->dry_run && cg_batch_changed(w, n)) {
+                log_info("The state file %s can be written again.", m->config->state_file);
+                m->record_error = 0;
+        }
+        failures = cg_retry_succeeded(&g->retry);
 
         if (m->dry_run) {
                 char demand[32];
 
-                snprintf(demand, sizeof demand, "%.2f", res->demand / 1024.0);
-                for (size_t i = 0; i < n; i++)
-                        if (w[i].changed)
-                                log_info("Would set %s of %s to %s: %s, demand %s CPUs: %s", w[i].file, w[i].group,
-                                         w[i].value, strna(policy_to_string(res->policy)), demand, res->reason);
+                /* Say an intended change once, not every round. The key holds the whole CPU list. */
+                if (!g->last_intent || !streq(g->last_intent, key)) {
+                        free(g->last_intent);
+                        g->last_intent = TAKE_PTR(key);
+                        snprintf(demand, sizeof demand, "%.2f", res->demand / 1024.0);
+                        for (size_t i = 0; i < n; i++)
+                                if (w[i].changed)
+                                        log_info("Would set %s of %s to %s: %s, demand %s CPUs: %s", w[i].file,
+                                                 w[i].group, w[i].value, strna(policy_to_string(res->policy)), demand,
+                                                 res->reason);
+                }
         } else {
+                if (failures > 0)
+                        log_info("%s placed after %u failed tries.", g->path, failures);
                 g->cpus = res->cpus;
                 log_change(m, g, res, &old, cur_shares, shares_differ);
                 manager_notify_status(m);

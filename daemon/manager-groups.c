@@ -17,6 +17,7 @@ void managed_group_done(ManagedGroup *g) {
         free(g->path);
         free(g->unit);
         free(g->last_intent);
+        cg_retry_done(&g->retry);
 }
 
 static ManagedGroup *find_group(Manager *m, const char *path) {

@@ -56,7 +56,8 @@ typedef struct ManagedGroup {
         ApplyTarget target;
         char *unit;
 
-        char *last_intent;           /* the change last logged as intended (dry run, failures) */
+        char *last_intent;           /* the change last logged as intended (dry run), or the reason left alone */
+        CgRetry retry;               /* the last placement that failed, and when to try it again */
 } ManagedGroup;
 
 struct Manager {
@@ -82,6 +83,7 @@ struct Manager {
 
         Originals *originals;
         int lock_fd;
+        int record_error;            /* the state file could not take an original: said once until it can */
 
         Sampling *sampling;
         bool task_tracking;

@@ -9,8 +9,13 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
 #include "peltd/apply-cgroup.h"
 #include "peltd/macro.h"
+#include "../daemon/manager-internal.h"
 
 typedef struct SimGroup {
         const char *path;
@@ -26,6 +31,11 @@ typedef struct Sim {
         size_t n;
         int writes;
         int fail_shares;             /* error to return for cpu.shares writes; 0 */
+        const char *fail_group;      /* writes of fail_file of this group return fail_err */
+        const char *fail_file;
+        int fail_err;
+        int fail_tries;              /* how many times they were tried */
+        bool gone_on_write;          /* the group is removed at its first write (after the batch read it) */
         char log[2048];
 } Sim;
 
@@ -68,6 +78,14 @@ static int sim_write(void *userdata, _unused_ const char *h, const char *group, 
 
         if (!g)
                 return -ENOENT;
+        if (s->gone_on_write) {
+                g->gone = true;
+                return -ENOENT;
+        }
+        if (s->fail_err && streq(group, s->fail_group) && streq(file, s->fail_file)) {
+                s->fail_tries++;
+                return s->fail_err;
+        }
         if (streq(file, "cpuset.cpus")) {
                 CpuMask m;
 
@@ -422,7 +440,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
 
         assert_int_equal(originals_load(statepath, &o), 0);
         assert_int_equal(cpumask_parse_list("4-5", &p.cpus), 0);
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_int_equal(n, 4);
         assert_string_equal(find_write(w, n, "/peltd/web", "cpuset.cpus"), "4-5");
         /* a (0-7) keeps what lies inside: 4-5; b (4-7) too. */
@@ -432,16 +450,24 @@ static void test_placement_v1_descendants(_unused_ void **state) {
         assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
         cg_writes_free(w, n);
 
-        /* Narrower, outside b's own set: b gets the group's set. Then wider again: b gets back its own 4-7. */
+        /*
+         * Narrower, outside b's own set (4-7, recorded): b is not moved outside its own CPUs, the
+         * group is left alone and b named. Then wider again: b gets back its own 4-7.
+         */
         assert_int_equal(cpumask_parse_list("1", &p.cpus), 0);
         p.shares = 0;
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
-        assert_int_equal(n, 3);
-        assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "1");
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
-        cg_writes_free(w, n);
+        {
+                _cleanup_free_ char *child = NULL;
+
+                w = NULL;
+                n = 0;
+                assert_int_equal(placement_writes(&io, o, &p, &w, &n, &child), -EBUSY);
+                assert_string_equal(child, "/peltd/web/b");
+                assert_null(w);
+                assert_int_equal(n, 0);
+        }
         assert_int_equal(cpumask_parse_list("0-7", &p.cpus), 0);
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "4-7");
         assert_string_equal(find_write(w, n, "/peltd/web/a", "cpuset.cpus"), "0-7");
         assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
@@ -450,7 +476,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
 
         /* No empty set, ever. */
         cpumask_zero(&p.cpus);
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), -EINVAL);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), -EINVAL);
 }
 
 static void test_placement_v2_and_systemd(_unused_ void **state) {
@@ -461,7 +487,7 @@ static void test_placement_v2_and_systemd(_unused_ void **state) {
 
         assert_int_equal(originals_load(statepath, &o), 0);
         assert_int_equal(cpumask_parse_list("0-1", &p.cpus), 0);
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         /* Controllers on the way down: / and /peltd pass cpuset and cpu on. */
         assert_int_equal(n, 4 + 1 + 2 + 1);
         assert_string_equal(w[0].group, "/");
@@ -474,7 +500,7 @@ static void test_placement_v2_and_systemd(_unused_ void **state) {
 
         p.target = APPLY_SYSTEMD;
         p.unit = "web.service";
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_int_equal(n, 2);
         assert_string_equal(find_write(w, n, "web.service", "AllowedCPUs"), "0-1");
         assert_string_equal(find_write(w, n, "web.service", "CPUWeight"), "200");
@@ -585,12 +611,275 @@ static int setup(_unused_ void **state) {
 static int teardown(_unused_ void **state) {
         char cmd[300];
 
+        snprintf(cmd, sizeof cmd, "%s/full", tmpdir);
+        (void) umount2(cmd, MNT_DETACH); /* test_state_directory_full's, if it stopped half way */
         snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
         return system(cmd) == 0 ? 0 : -1;
 }
 
+static void test_error_classes(_unused_ void **state) {
+        /* What the batch or another round may lift. */
+        assert_int_equal(cg_error_class(-EBUSY), CG_ERROR_TRANSIENT);
+        assert_int_equal(cg_error_class(-EACCES), CG_ERROR_TRANSIENT);
+        assert_int_equal(cg_error_class(-EAGAIN), CG_ERROR_TRANSIENT);
+        assert_int_equal(cg_error_class(-EINTR), CG_ERROR_TRANSIENT);
+        /* What the kernel refuses as such. */
+        assert_int_equal(cg_error_class(-EINVAL), CG_ERROR_PERMANENT);
+        assert_int_equal(cg_error_class(-EPERM), CG_ERROR_PERMANENT);
+        assert_int_equal(cg_error_class(-ENOSPC), CG_ERROR_PERMANENT);
+        assert_int_equal(cg_error_class(-EOPNOTSUPP), CG_ERROR_PERMANENT);
+        assert_int_equal(cg_error_class(-EXFULL), CG_ERROR_PERMANENT);
+        /* The group went away. */
+        assert_int_equal(cg_error_class(-ENOENT), CG_ERROR_GONE);
+        assert_int_equal(cg_error_class(-ENODEV), CG_ERROR_GONE);
+}
+
+static void test_missing_file_of_a_present_group(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CgWrite w[] = { W("cpu", "/peltd/web", "cpu.weight", "100") };
+
+        assert_int_equal(originals_load(statepath, &o), 0);
+        /* The group is there, the file is not: not "gone", a file that should exist. */
+        assert_int_equal(cg_write_batch(&io, o, w, 1, false), -EOPNOTSUPP);
+        assert_ptr_equal(cg_batch_failure(w, 1), &w[0]);
+        assert_int_equal(sim.writes, 0);
+        done(w, 1);
+}
+
+/* ---- The daemon's side: manager_apply_group() over rounds, its log lines counted ---------------- */
+
+/* The log of a daemon test, shown when it fails (stderr goes to a file while it runs). */
+static int saved_stderr = -1;
+static char logpath[300];
+
+static int daemon_teardown(_unused_ void **state) {
+        char cmd[400];
+
+        if (saved_stderr < 0)
+                return 0;
+        fflush(stderr);
+        (void) dup2(saved_stderr, STDERR_FILENO);
+        close(saved_stderr);
+        saved_stderr = -1;
+        fprintf(stderr, "--- what the daemon said:\n");
+        snprintf(cmd, sizeof cmd, "cat '%s' >&2", logpath);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+typedef struct Daemon {
+        Manager m;
+        Config config;
+        Topology topology;
+        CgroupFs fs;
+        ManagedGroup g;
+        PolicyResult res;
+} Daemon;
+
+static void daemon_start(Daemon *d, const char *group, const char *state) {
+        int fd;
+
+        *d = (Daemon){ .config = { .state_file = (char *) state, .backend = BACKEND_CGROUPFS },
+                       .fs = { .mode = CGROUP_MODE_V1 } };
+        assert_int_equal(cpumask_parse_list("0-7", &d->topology.online), 0);
+        d->m = (Manager){ .config = &d->config, .topology = &d->topology, .fs = &d->fs, .io = io, .lock_fd = -1 };
+        assert_int_equal(originals_load(state, &d->m.originals), 0);
+        d->g = (ManagedGroup){ .path = strdup(group), .info_valid = true, .cpus = sim_find(&sim, group)->cpus };
+        assert_non_null(d->g.path);
+        d->res = (PolicyResult){ .managed = true, .reason = "test" };
+
+        /* What the daemon says goes to a file, to be counted (and shown by daemon_teardown()). */
+        snprintf(logpath, sizeof logpath, "%s/log", tmpdir);
+        fflush(stderr);
+        if (saved_stderr < 0)
+                saved_stderr = dup(STDERR_FILENO);
+        fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0 && saved_stderr >= 0);
+        assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+        close(fd);
+}
+
+static void daemon_stop(Daemon *d) {
+        fflush(stderr);
+        assert_int_equal(dup2(saved_stderr, STDERR_FILENO), STDERR_FILENO);
+        close(saved_stderr);
+        saved_stderr = -1;
+        managed_group_done(&d->g);
+        originals_free(d->m.originals);
+}
+
+/* Lines the daemon logged that hold s. */
+static int logged(_unused_ const Daemon *d, const char *s) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[1024];
+        int n = 0;
+
+        fflush(stderr);
+        f = fopen(logpath, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof line, f))
+                n += !!strstr(line, s);
+        return n;
+}
+
+/* n rounds that plan cpus for the group (shares left alone). */
+static void rounds(Daemon *d, const char *cpus, int n) {
+        assert_int_equal(cpumask_parse_list(cpus, &d->res.cpus), 0);
+        for (int i = 0; i < n; i++)
+                assert_int_equal(manager_apply_group(&d->m, &d->g, &d->res, 0), 0);
+}
+
+static void test_permanent_refusals_said_once_not_retried(_unused_ void **state) {
+        static const int errs[] = { EINVAL, EPERM, ENOSPC };
+
+        for (size_t e = 0; e < ELEMENTSOF(errs); e++) {
+                Daemon d;
+                char line[128];
+
+                setup_test(NULL);
+                sim.fail_group = "/peltd/batch";
+                sim.fail_file = "cpuset.cpus";
+                sim.fail_err = -errs[e];
+                daemon_start(&d, "/peltd/batch", statepath);
+
+                rounds(&d, "4-5", 30);
+                /* Tried once, said once with the file, the value and the error; nothing left recorded. */
+                assert_int_equal(sim.fail_tries, 1);
+                snprintf(line, sizeof line, "Failed to write \"4-5\" to cpuset.cpus of /peltd/batch: %s", strerror(errs[e]));
+                assert_int_equal(logged(&d, line), 1);
+                assert_int_equal(logged(&d, "not trying again"), 1);
+                assert_string_equal(cpus_of("/peltd/batch"), "0-3");
+                assert_int_equal(d.m.originals->n_entries, 0);
+
+                /* Something changed: a new plan is tried (once), a reload tries again (once). */
+                rounds(&d, "4-6", 30);
+                assert_int_equal(sim.fail_tries, 2);
+                d.g.target_known = false;
+                rounds(&d, "4-6", 30);
+                assert_int_equal(sim.fail_tries, 3);
+                /* So do CPUs going offline or coming back. */
+                assert_int_equal(cpumask_parse_list("0-6", &d.topology.online), 0);
+                rounds(&d, "4-6", 30);
+                assert_int_equal(sim.fail_tries, 4);
+                assert_int_equal(logged(&d, "Failed to write"), 4);
+
+                /* The kernel takes it now (the topology changed again): placed, and said so. */
+                sim.fail_err = 0;
+                assert_int_equal(cpumask_parse_list("0-7", &d.topology.online), 0);
+                rounds(&d, "4-6", 1);
+                assert_string_equal(cpus_of("/peltd/batch"), "4-6");
+                assert_int_equal(logged(&d, "/peltd/batch: CPUs 0-3 -> 4-6"), 1);
+                daemon_stop(&d);
+        }
+}
+
+static void test_transient_refusals_retried_with_backoff(_unused_ void **state) {
+        static const int errs[] = { EBUSY, EACCES };
+
+        for (size_t e = 0; e < ELEMENTSOF(errs); e++) {
+                Daemon d;
+
+                setup_test(NULL);
+                sim.fail_group = "/peltd/batch";
+                sim.fail_file = "cpuset.cpus";
+                sim.fail_err = -errs[e];
+                daemon_start(&d, "/peltd/batch", statepath);
+
+                /* Tries after waits of 1, 2, 4, 8 rounds: rounds 1, 3, 6, 11, 20 of 20. */
+                rounds(&d, "4-5", 20);
+                assert_int_equal(sim.fail_tries, 5);
+                assert_int_equal(logged(&d, "Failed to write \"4-5\" to cpuset.cpus of /peltd/batch"), 1);
+                assert_int_equal(logged(&d, "trying again later"), 1);
+                /* The wait is capped: 16, 32, then every CG_RETRY_MAX_ROUNDS (64) + 1 rounds: 16 tries in 1,000. */
+                rounds(&d, "4-5", 1000);
+                assert_int_equal(sim.fail_tries, 5 + 16);
+                assert_int_equal(logged(&d, "Failed to write"), 1);
+
+                sim.fail_err = 0;
+                rounds(&d, "4-5", CG_RETRY_MAX_ROUNDS + 1);
+                assert_string_equal(cpus_of("/peltd/batch"), "4-5");
+                assert_int_equal(logged(&d, "/peltd/batch placed after"), 1);
+                daemon_stop(&d);
+        }
+}
+
+static void test_group_gone_between_read_and_write(_unused_ void **state) {
+        Daemon d;
+
+        daemon_start(&d, "/peltd/batch", statepath);
+        sim.gone_on_write = true;
+        rounds(&d, "4-5", 3);
+        /* Dropped quietly (the group walk forgets it), with nothing left in the state file. */
+        assert_int_equal(logged(&d, "/peltd/batch"), 0);
+        assert_int_equal(d.m.originals->n_entries, 0);
+        daemon_stop(&d);
+}
+
+static void test_state_directory_full(_unused_ void **state) {
+        char dir[300], path[320], fill[320];
+        _cleanup_close_ int fd = -1;
+        char block[4096] = { 0 };
+        Daemon d;
+
+        /* A state directory with no room left: a tmpfs of two pages, filled. */
+        snprintf(dir, sizeof dir, "%s/full", tmpdir);
+        snprintf(path, sizeof path, "%s/originals", dir);
+        snprintf(fill, sizeof fill, "%s/fill", dir);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        assert_int_equal(mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=8k,mode=0700"), 0);
+        fd = open(fill, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        while (write(fd, block, sizeof block) > 0)
+                ;
+        assert_int_equal(close(TAKE_FD(fd)), 0);
+
+        daemon_start(&d, "/peltd/batch", path);
+        rounds(&d, "4-5", 30);
+        /* No change without a record, and one line for the episode. */
+        assert_int_equal(sim.writes, 0);
+        assert_string_equal(cpus_of("/peltd/batch"), "0-3");
+        assert_int_equal(logged(&d, "Failed to record"), 1);
+        assert_int_equal(logged(&d, "No space left on device"), 1);
+
+        /* Room again: placed at the next try, recorded, and said once. */
+        assert_int_equal(unlink(fill), 0);
+        rounds(&d, "4-5", CG_RETRY_MAX_ROUNDS + 1);
+        assert_string_equal(cpus_of("/peltd/batch"), "4-5");
+        assert_non_null(originals_find(d.m.originals, "cpuset", "/peltd/batch", "cpuset.cpus"));
+        assert_int_equal(logged(&d, "can be written again"), 1);
+        assert_int_equal(logged(&d, "Failed to record"), 1);
+        daemon_stop(&d);
+        assert_int_equal(umount2(dir, MNT_DETACH), 0);
+        assert_int_equal(rmdir(dir), 0);
+}
+
+static void test_child_outside_the_new_set_leaves_the_parent(_unused_ void **state) {
+        Daemon d;
+
+        /* web/b runs on 4-7 of its own; web planned on 0-1 would move b outside its CPUs. */
+        daemon_start(&d, "/peltd/web", statepath);
+        rounds(&d, "0-1", 30);
+        assert_string_equal(cpus_of("/peltd/web"), "0-7");
+        assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
+        assert_int_equal(sim.writes, 0);
+        assert_int_equal(logged(&d, "Leaving /peltd/web alone: its child /peltd/web/b"), 1);
+
+        /* Planned on 3-5: b keeps what of its own set the parent keeps, a (0-7) too. */
+        rounds(&d, "3-5", 1);
+        assert_string_equal(cpus_of("/peltd/web"), "3-5");
+        assert_string_equal(cpus_of("/peltd/web/b"), "4-5");
+        assert_string_equal(cpus_of("/peltd/web/a"), "3-5");
+        daemon_stop(&d);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test_setup(test_error_classes, setup_test),
+                cmocka_unit_test_setup(test_missing_file_of_a_present_group, setup_test),
+                cmocka_unit_test_setup_teardown(test_permanent_refusals_said_once_not_retried, setup_test, daemon_teardown),
+                cmocka_unit_test_setup_teardown(test_transient_refusals_retried_with_backoff, setup_test, daemon_teardown),
+                cmocka_unit_test_setup_teardown(test_group_gone_between_read_and_write, setup_test, daemon_teardown),
+                cmocka_unit_test_setup_teardown(test_state_directory_full, setup_test, daemon_teardown),
+                cmocka_unit_test_setup_teardown(test_child_outside_the_new_set_leaves_the_parent, setup_test, daemon_teardown),
                 cmocka_unit_test_setup(test_narrow_children_first, setup_test),
                 cmocka_unit_test_setup(test_widen_parents_first_and_skip_equal, setup_test),
                 cmocka_unit_test_setup(test_rollback_keeps_group_consistent, setup_test),

@@ -60,7 +60,7 @@ static void test_v2_placement_and_restore(_unused_ void **state) {
         assert_int_equal(originals_load(statepath, &o), 0);
 
         assert_int_equal(cpumask_parse_list("2-3", &p.cpus), 0);
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
         cg_writes_free(w, n);
 

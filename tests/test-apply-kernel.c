@@ -167,7 +167,7 @@ static void place(Originals *o, Placement *p, const char *group) {
         size_t n = 0;
 
         p->group = group;
-        assert_int_equal(placement_writes(&io, o, p, &w, &n), 0);
+        assert_int_equal(placement_writes(&io, o, p, &w, &n, NULL), 0);
         assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
         cg_writes_free(w, n);
 }

@@ -43,6 +43,7 @@ typedef struct CgWrite {
         char *old;                   /* what the file held before */
         bool changed;                /* written (or, dry run, would be) */
         int error;                   /* the final error of this write, 0 */
+        bool unrecorded;             /* error: its original could not be recorded, so it was not written */
 } CgWrite;
 
 void cg_write_done(CgWrite *w);
@@ -54,9 +55,55 @@ bool cg_file_is_cpulist(const char *file);
  * Applies the batch as described above. In dry-run mode everything is read and compared, nothing
  * is written or recorded, and `changed` says what would have been written. Returns 0 when every
  * write took (or was not needed), -ENOENT when the group vanished (nothing left half-changed
- * where the kernel allowed a rollback), else the first hard error (after rolling back).
+ * where the kernel allowed a rollback), -EOPNOTSUPP when the group is there but a file to write
+ * is not, else the first hard error (after rolling back). Nothing is logged above debug: the
+ * write that failed is the first with `error` set (cg_batch_failure()), `unrecorded` when the
+ * state file could not take its original.
  */
 int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run);
+
+/* The write of a failed batch that decided its result (the first with an error), or NULL. */
+const CgWrite *cg_batch_failure(const CgWrite *w, size_t n);
+
+/* What a failed write means for the next rounds (cg_error_class()). */
+typedef enum CgErrorClass {
+        CG_ERROR_TRANSIENT,          /* may work on its own: retried, with a growing wait */
+        CG_ERROR_PERMANENT,          /* the kernel refuses this value: not retried until something changes */
+        CG_ERROR_GONE,               /* the group went away: nothing to say, the group walk drops it */
+} CgErrorClass;
+
+CgErrorClass cg_error_class(int err);
+
+/*
+ * A group's retry state: what was refused (the key: the planned value and what it depends on), how,
+ * and when to try again. Rounds are counted by cg_retry_due(); a transient failure waits 1, 2, 4 ...
+ * rounds (at most CG_RETRY_MAX_ROUNDS), a permanent one waits until the key changes.
+ */
+#define CG_RETRY_MAX_ROUNDS 64u
+
+typedef struct CgRetry {
+        int error;                   /* the failure of this episode, 0: none */
+        CgErrorClass class;
+        char *key;
+        unsigned wait;               /* rounds of the current wait */
+        unsigned skip;               /* rounds left before the next try */
+        unsigned failures;           /* failed tries in this episode */
+} CgRetry;
+
+void cg_retry_done(CgRetry *s);
+
+/* Whether to try placing key this round (a new key ends the episode: something changed). */
+bool cg_retry_due(CgRetry *s, const char *key);
+
+/*
+ * Notes a failed try of key with err, of class c (cg_error_class(err) for a cgroup write). Returns
+ * true when this starts an episode (or changes its error), which is what the caller logs; repeats
+ * of the same failure return false.
+ */
+bool cg_retry_failed(CgRetry *s, const char *key, int err, CgErrorClass c);
+
+/* Notes a try that worked; returns the failures of the episode it ends (0: there was none). */
+unsigned cg_retry_succeeded(CgRetry *s);
 
 /*
  * Puts back what the state file recorded, for one group at a time in an order the kernel accepts.
@@ -87,11 +134,16 @@ typedef struct Placement {
 /*
  * The writes that put a group on its CPUs with its shares: the group's own cpuset, and those of
  * its descendants that have their own (narrowed with it: each keeps the part of its original set
- * inside the group's new one, or the group's set when nothing of it is left), the shares or
- * weight, and on v2 the "+cpuset"/"+cpu" the parents' subtree_control needs. Free with
- * cg_writes_free().
+ * inside the group's new one), the shares or weight, and on v2 the "+cpuset"/"+cpu" the parents'
+ * subtree_control needs. Free with cg_writes_free(). A v1 descendant none of whose own CPUs the
+ * new set keeps makes it -EBUSY with *ret_child set to the descendant's path (free it); on v2 such
+ * a descendant takes the group's set.
  */
-int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n);
+int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n,
+                     char **ret_child);
+
+/* Whether any write of the batch was made (or, dry run, would be). */
+bool cg_batch_changed(const CgWrite *w, size_t n);
 void cg_writes_free(CgWrite *w, size_t n);
 
 /*
