@@ -237,6 +237,37 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
         return 0;
 }
 
+bool manager_thread_pinned(Manager *m, const ManagedGroup *g, const char *cgroup, const CpuMask *affinity,
+                           ThreadCpuset *cache) {
+        CpuMask a, in = g->cpus;
+
+        /*
+         * A thread in a group below the managed one runs inside that group's cpuset: its affinity is
+         * that set (or narrower, if it pinned itself). The last group read is kept: a group's
+         * threads come one after another.
+         */
+        if (cgroup && !streq(cgroup, g->path)) {
+                if (!cache->path || !streq(cache->path, cgroup)) {
+                        RootDir *root = cgroup_fs_cpuset_root(m->fs);
+
+                        free(cache->path);
+                        cache->path = strdup(cgroup);
+                        if (!cache->path)
+                                return false;
+                        cache->r = !root ? -ENOENT
+                                : m->fs->mode == CGROUP_MODE_V2
+                                ? read_effective(root, cgroup, "cpuset.cpus.effective", &cache->cpus)
+                                : read_mask(root, cgroup, "cpuset.cpus", &cache->cpus);
+                }
+                if (cache->r < 0)
+                        return false; /* its cpuset unreadable (gone meanwhile): nothing to judge by */
+                in = cache->cpus;
+        }
+        cpumask_and(&a, affinity, &m->topology->online);
+        cpumask_and(&in, &in, &m->topology->online);
+        return !cpumask_empty(&a) && cpumask_subset(&a, &in) && !cpumask_equal(&a, &in);
+}
+
 /* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
 void manager_collect_threads(Manager *m) {
         SampledThread *t = NULL;
@@ -244,6 +275,7 @@ void manager_collect_threads(Manager *m) {
         _cleanup_free_ double *num = new0(double, MAX(m->n_groups, 1u)), *den = new0(double, MAX(m->n_groups, 1u));
         /* Threads pin themselves rarely: affinity is read for new groups and every tenth task round. */
         bool all_affinities = m->task_rounds++ % 10 == 0;
+        ThreadCpuset cache = { .r = -ENOENT };
 
         for (size_t i = 0; i < m->n_groups; i++) {
                 ManagedGroup *g = &m->groups[i];
@@ -276,17 +308,16 @@ void manager_collect_threads(Manager *m) {
                  * a CpuMask, so it is read straight into one (one syscall a thread, no bit loop).
                  */
                 if (g->info_valid && !g->affinity_checked && !g->pinned_narrower) {
-                        CpuMask a, in;
+                        CpuMask a;
 
                         cpumask_zero(&a);
                         if (sched_getaffinity(t[i].tid, sizeof a.bits, (cpu_set_t *) a.bits) < 0)
                                 continue;
-                        cpumask_and(&a, &a, &m->topology->online);
-                        cpumask_and(&in, &g->cpus, &m->topology->online);
-                        if (!cpumask_empty(&a) && cpumask_subset(&a, &in) && !cpumask_equal(&a, &in))
+                        if (manager_thread_pinned(m, g, t[i].cgroup, &a, &cache))
                                 g->pinned_narrower = true;
                 }
         }
+        free(cache.path);
         for (size_t i = 0; num && den && i < m->n_groups; i++) {
                 m->groups[i].avg_slice_usec = den[i] > 0 ? (usec_t) (num[i] / den[i]) : 0;
                 if (m->groups[i].info_valid)

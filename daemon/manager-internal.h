@@ -124,6 +124,21 @@ void manager_read_groups(Manager *m, bool all);
 /* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
 void manager_collect_threads(Manager *m);
 
+/* The cpuset of the last group a thread was seen in (path NULL: none read yet). */
+typedef struct ThreadCpuset {
+        char *path;
+        int r;
+        CpuMask cpus;
+} ThreadCpuset;
+
+/*
+ * Whether a thread of g with this affinity pinned itself narrower than the cpuset it runs in: that
+ * of its own group, cgroup (a child cpuset below g is the thread's, not pinning), else g's.
+ * cache keeps the last group's set between calls (free its path).
+ */
+bool manager_thread_pinned(Manager *m, const ManagedGroup *g, const char *cgroup, const CpuMask *affinity,
+                           ThreadCpuset *cache);
+
 /* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
 void manager_resolve_target(Manager *m, ManagedGroup *g);
 

@@ -15,6 +15,7 @@
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
 #include "fixture-util.h"
+#include "../daemon/manager-internal.h"
 
 static char tmpdir[] = "/tmp/peltd-test-apply-fixture-XXXXXX";
 static char statepath[300];
@@ -89,6 +90,38 @@ static void test_v2_placement_and_restore(_unused_ void **state) {
         assert_int_equal(o->n_entries, 0);
 }
 
+/* A thread's affinity is judged against the cpuset of the group it is in, not the managed group's. */
+static void test_child_cpuset_is_not_pinning(_unused_ void **state) {
+        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+        ThreadCpuset cache = { .r = -ENOENT };
+        Topology topology = {};
+        Manager m = { .topology = &topology };
+        ManagedGroup g = { .path = (char *) "/pin/web" };
+        CpuMask a;
+
+        /* A v1 cpuset tree: web on 0-7, its child worker on 2-3 of its own. */
+        mkdirs("pin");
+        mkdirs("pin/web");
+        put("pin/web/cpuset.cpus", "0-7\n");
+        mkdirs("pin/web/worker");
+        put("pin/web/worker/cpuset.cpus", "2-3\n");
+        assert_int_equal(cgroup_fs_open_v1(NULL, NULL, tmpdir, &fs), 0);
+        m.fs = fs;
+        assert_int_equal(cpumask_parse_list("0-7", &topology.online), 0);
+        assert_int_equal(cpumask_parse_list("0-7", &g.cpus), 0);
+
+        /* A worker thread runs on its own cpuset, 2-3: narrower than web's, but not pinned. */
+        assert_int_equal(cpumask_parse_list("2-3", &a), 0);
+        assert_false(manager_thread_pinned(&m, &g, "/pin/web/worker", &a, &cache));
+        /* The same affinity in web itself is pinning; so is a worker thread on CPU 2 alone. */
+        assert_true(manager_thread_pinned(&m, &g, "/pin/web", &a, &cache));
+        assert_int_equal(cpumask_parse_list("2", &a), 0);
+        assert_true(manager_thread_pinned(&m, &g, "/pin/web/worker", &a, &cache));
+        /* A group gone meanwhile says nothing about pinning. */
+        assert_false(manager_thread_pinned(&m, &g, "/pin/web/gone", &a, &cache));
+        free(cache.path);
+}
+
 static int setup(_unused_ void **state) {
         if (!mkdtemp(tmpdir))
                 return -1;
@@ -106,6 +139,7 @@ static int teardown(_unused_ void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_v2_placement_and_restore),
+                cmocka_unit_test(test_child_cpuset_is_not_pinning),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);
