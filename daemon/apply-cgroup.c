@@ -381,6 +381,8 @@ CgErrorClass cg_error_class(int err) {
         case -EINVAL:
                 /* The value is refused as such: a CPU that is not there, an exclusive cpuset that would
                  * overlap a sibling's, shares out of range. Only a new value or topology lifts it. */
+        case -ERANGE:
+                /* A CPU number beyond the machine's possible CPUs. */
         case -EPERM:
                 /* Not allowed at all: the root group, a v2 threaded subtree, a security module. */
         case -ENOSPC:

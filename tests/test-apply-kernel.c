@@ -58,6 +58,15 @@ static void cleanup_tree(void) {
                 (void) !system(cmd);
         }
         unlink(statepath);
+        {
+                /* And the state file's directory. */
+                char dir[sizeof statepath];
+
+                snprintf(dir, sizeof dir, "%s", statepath);
+                if (strrchr(dir, '/'))
+                        *strrchr(dir, '/') = 0;
+                (void) rmdir(dir);
+        }
 }
 
 static char *get(const char *h, const char *group, const char *file) {
@@ -161,6 +170,82 @@ static void test_narrow_widen_restore(_unused_ void **state) {
                 cg_write_done(&bad[i]);
 }
 
+static void place(Originals *o, Placement *p, const char *group);
+
+/*
+ * What the kernel refuses, and how peltd takes it: a v1 child cpuset none of whose CPUs the parent's
+ * new set keeps leaves the parent alone, naming the child (the kernel would say EBUSY, a refusal
+ * another change may lift); a CPU the machine does not have is EINVAL, refused for good.
+ */
+static void test_v1_refusals(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        _cleanup_free_ char *child = NULL;
+        char g[96], c[96], last[8], first[8];
+        Placement p = { .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n = 0;
+
+        if (v2)
+                skip(); /* v1's parent/child rules */
+        if (cpumask_count(&online) < 2)
+                fail_msg("needs two online CPUs");
+        make_tree();
+        snprintf(g, sizeof g, "%s/g", base);
+        snprintf(c, sizeof c, "%s/g/c", base);
+        snprintf(last, sizeof last, "%d", cpumask_last(&online));
+        snprintf(first, sizeof first, "%d", cpumask_first(&online));
+        sh("echo %s > %s%s/cpuset.cpus", last, CPUSET_MOUNT, c);
+        assert_int_equal(originals_load(statepath, &o), 0);
+
+        /* The kernel's own answer to the parent moved off its child's CPUs. */
+        assert_int_equal(io.write(io.userdata, "cpuset", g, "cpuset.cpus", first), -EBUSY);
+        assert_int_equal(cg_error_class(-EBUSY), CG_ERROR_TRANSIENT);
+
+        /* peltd's: not planned at all, the child named. */
+        p.group = g;
+        assert_int_equal(cpumask_parse_list(first, &p.cpus), 0);
+        assert_int_equal(placement_writes(&io, o, &p, &w, &n, &child), -EBUSY);
+        assert_string_equal(child, c);
+        assert_string_equal(get("cpuset", g, "cpuset.cpus"), all_cpus);
+        assert_string_equal(get("cpuset", c, "cpuset.cpus"), last);
+
+        /* The parent on the child's CPU: placed, and the child keeps its own. */
+        assert_int_equal(cpumask_parse_list(last, &p.cpus), 0);
+        place(o, &p, g);
+        assert_string_equal(get("cpuset", g, "cpuset.cpus"), last);
+        assert_string_equal(get("cpuset", c, "cpuset.cpus"), last);
+
+        /*
+         * Refused for good, the batch changing nothing: a CPU beyond the machine's possible ones
+         * (ERANGE), shares that are not a number (EINVAL), with the cpuset written first.
+         */
+        {
+                char value[32];
+
+                snprintf(value, sizeof value, "%s,%d", last, CPUMASK_MAX - 1);
+                CgWrite bad[] = { W("cpuset", g, "cpuset.cpus", value) };
+                assert_int_equal(cg_write_batch(&io, o, bad, 1, false), -ERANGE);
+                assert_ptr_equal(cg_batch_failure(bad, 1), &bad[0]);
+                assert_int_equal(cg_error_class(bad[0].error), CG_ERROR_PERMANENT);
+                assert_string_equal(get("cpuset", g, "cpuset.cpus"), last);
+                assert_string_equal(originals_find(o, "cpuset", g, "cpuset.cpus")->written, last);
+                cg_write_done(&bad[0]);
+
+                CgWrite worse[] = { W("cpuset", g, "cpuset.cpus", all_cpus), W("cpu", g, "cpu.shares", "many") };
+                assert_int_equal(cg_write_batch(&io, o, worse, 2, false), -EINVAL);
+                assert_ptr_equal(cg_batch_failure(worse, 2), &worse[1]);
+                assert_int_equal(cg_error_class(worse[1].error), CG_ERROR_PERMANENT);
+                assert_string_equal(get("cpuset", g, "cpuset.cpus"), last); /* rolled back */
+                assert_string_equal(get("cpu", g, "cpu.shares"), "1024");
+                assert_null(originals_find(o, "cpu", g, "cpu.shares"));
+                cg_write_done(&worse[0]);
+                cg_write_done(&worse[1]);
+        }
+        assert_int_equal(cg_restore(&io, o, &online, false), 0);
+        assert_string_equal(get("cpuset", g, "cpuset.cpus"), all_cpus);
+        assert_int_equal(o->n_entries, 0);
+}
+
 /* p for group, written in one batch. */
 static void place(Originals *o, Placement *p, const char *group) {
         CgWrite *w = NULL;
@@ -253,6 +338,7 @@ static void test_v2_place_restore(_unused_ void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_narrow_widen_restore),
+                cmocka_unit_test(test_v1_refusals),
                 cmocka_unit_test(test_v2_place_restore),
         };
 
