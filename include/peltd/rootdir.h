@@ -51,8 +51,17 @@ int rootdir_read_cpulist(const RootDir *r, const char *path, CpuMask *ret);
 int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret);
 
 /*
+ * Opens a file under the root without leaving it and without following any symlink on the way
+ * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS; where the kernel
+ * has no openat2, O_NOFOLLOW one component at a time). -ELOOP for a symlink, -EXDEV for a path
+ * that would leave the root.
+ */
+int rootdir_open_beneath(const RootDir *r, const char *path, int flags);
+
+/*
  * Writes value with one write() (as cgroupfs wants) to an existing file, truncating it as the
  * shell's ">" does; an empty value is written as "\n" (a zero-length write reaches no kernfs handler).
+ * The file is opened with rootdir_open_beneath(): peltd's writes never follow a link.
  */
 int rootdir_write_string(const RootDir *r, const char *path, const char *value);
 
