@@ -34,23 +34,11 @@ int cmd_restore(const Args *args) {
         r = config_load(args->config_file, &c);
         if (r < 0)
                 return 1;
-        lock = originals_lock(c->state_file);
-        if (lock == -EBUSY) {
-                log_error("peltd is running (it holds %s.lock): stop it, and it restores everything itself.", c->state_file);
+        if (state_open(c->state_file, false, &lock, &o) < 0)
                 return 1;
-        }
-        if (lock < 0) {
-                log_error_errno(lock, "Failed to lock %s.lock: %m", c->state_file);
-                return 1;
-        }
-        r = originals_load(c->state_file, &o);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read %s: %m", c->state_file);
-                return 1;
-        }
         if (o->n_entries == 0) {
                 log_info("Nothing to restore: %s holds no original values.", c->state_file);
-                return 0;
+                return o->n_refused > 0 ? 1 : 0;
         }
         r = rootdir_open("/", &root);
         if (r >= 0)
@@ -82,6 +70,10 @@ int cmd_restore(const Args *args) {
         }
         if (r > 0) {
                 log_error("%d original values could not be restored; they stay recorded in %s.", r, c->state_file);
+                return 1;
+        }
+        if (o->n_refused > 0) {
+                log_error("Every valid original value is restored; %zu refused entries were not written.", o->n_refused);
                 return 1;
         }
         log_info("Every recorded original value is restored.");

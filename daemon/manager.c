@@ -392,19 +392,9 @@ int manager_new(const Args *args, Manager **ret) {
         m->access = (CgroupAccess){ .fs = m->fs };
         m->io = cgroup_io_real(&m->access);
 
-        /* One daemon (or --restore) at a time. */
-        fd = originals_lock(m->config->state_file);
-        if (fd == -EBUSY)
-                return log_error_errno(fd, "Another peltd (or peltd --restore) holds %s.lock; exiting.",
-                                       m->config->state_file);
-        if (fd < 0)
-                return log_error_errno(fd, "Failed to lock %s.lock: %m", m->config->state_file);
-        m->lock_fd = fd;
-        r = originals_load(m->config->state_file, &m->originals);
-        if (r == -EBADMSG)
-                return log_error_errno(r, "%s is not a peltd state file; move it away to start.", m->config->state_file);
+        r = state_open(m->config->state_file, true, &m->lock_fd, &m->originals);
         if (r < 0)
-                return log_error_errno(r, "Failed to read %s: %m", m->config->state_file);
+                return r;
 
         /* A state file at start: the last run did not finish. Put everything back, then start afresh. */
         if (m->originals->n_entries > 0) {

@@ -3,7 +3,10 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/wait.h>
 #include <cmocka.h>
 
@@ -52,12 +55,12 @@ static void test_values_with_odd_characters(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL, *again = NULL;
 
         assert_int_equal(originals_load(path, &o), 0);
-        assert_int_equal(originals_record(o, "systemd", "my \"odd\".service", "AllowedCPUs", "", "0-3\n"), 0);
+        assert_int_equal(originals_record(o, "systemd", "my\\x22odd\\x22@1.service", "AllowedCPUs", "", "0-3\n"), 0);
         assert_int_equal(originals_load(path, &again), 0);
-        assert_string_equal(again->entries[0].group, "my \"odd\".service");
+        assert_string_equal(again->entries[0].group, "my\\x22odd\\x22@1.service");
         assert_string_equal(again->entries[0].original, "");
         assert_string_equal(again->entries[0].written, "0-3\n");
-        assert_int_equal(originals_forget(o, "systemd", "my \"odd\".service", "AllowedCPUs"), 0);
+        assert_int_equal(originals_forget(o, "systemd", "my\\x22odd\\x22@1.service", "AllowedCPUs"), 0);
 }
 
 static void test_bad_file(_unused_ void **state) {
@@ -110,6 +113,166 @@ static void test_lock_is_exclusive(_unused_ void **state) {
         close(fd);
 }
 
+static void write_state(const char *text, mode_t mode) {
+        FILE *f;
+
+        (void) unlink(path);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        fclose(f);
+        assert_int_equal(chmod(path, mode), 0);
+}
+
+/* A forged state file must not make root write anywhere but the files peltd places. */
+static void test_forged_entries_refused(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        static const char *const forged[][3] = {
+                { "cpuset", "/../../../../tmp/x", "cpuset.cpus" },  /* traversal */
+                { "cpuset", "/a/../../b", "cpuset.cpus" },
+                { "cpuset", "/a/./b", "cpuset.cpus" },
+                { "cpuset", "/a//b", "cpuset.cpus" },               /* not normalized */
+                { "cpuset", "a/b", "cpuset.cpus" },                 /* not absolute */
+                { "cpuset", "/a/", "cpuset.cpus" },
+                { "cpuset", "/a\nb", "cpuset.cpus" },              /* a control character */
+                { "cpuset", "/", "release_agent" },                 /* not a placed file */
+                { "cpuset", "/a", "cgroup.procs" },
+                { "cpuset", "/a", "../../../etc/passwd" },
+                { "cpuset", "/a", "cpu.shares" },                   /* a placed file, of another hierarchy */
+                { "cpu", "/a", "cpuset.cpus" },
+                { "unified", "/a", "cgroup.procs" },
+                { "memory", "/a", "memory.limit_in_bytes" },        /* a hierarchy peltd never writes */
+                { "../../tmp", "/a", "cpuset.cpus" },
+                { "systemd", "../x.service", "AllowedCPUs" },       /* not a unit name */
+                { "systemd", "x", "AllowedCPUs" },
+                { "systemd", "x.service", "ExecStart" },            /* not a property peltd sets */
+        };
+        char text[8192] = "{\"version\": 1, \"entries\": [";
+        size_t n = strlen(text);
+
+        for (size_t i = 0; i < ELEMENTSOF(forged); i++)
+                n += (size_t) snprintf(text + n, sizeof text - n,
+                                       "{\"hierarchy\": \"%s\", \"group\": \"%s\", \"file\": \"%s\", \"original\": \"x\", \"written\": \"y\"},",
+                                       forged[i][0], forged[i][1], forged[i][2]);
+        snprintf(text + n, sizeof text - n,
+                 "{\"hierarchy\": \"cpuset\", \"group\": \"/.hidden/b\", \"file\": \"cpuset.cpus\", \"original\": \"0-1\", \"written\": \"0\"},"
+                 "{\"hierarchy\": \"systemd\", \"group\": \"web@1.service\", \"file\": \"CPUWeight\", \"original\": \"\", \"written\": \"200\"}]}");
+        write_state(text, 0600);
+
+        assert_int_equal(originals_load(path, &o), 0);
+        /* Only the two valid entries are kept; every forged one is described for the log. */
+        assert_int_equal(o->n_entries, 2);
+        assert_string_equal(o->entries[0].group, "/.hidden/b");
+        assert_string_equal(o->entries[1].group, "web@1.service");
+        assert_int_equal(o->n_refused, ELEMENTSOF(forged));
+        assert_non_null(strstr(o->refused[0], "/../../../../tmp/x"));
+        assert_non_null(strstr(o->refused[7], "release_agent"));
+        unlink(path);
+}
+
+static void test_untrusted_state_files(_unused_ void **state) {
+        char target[400], link[400], dir[400];
+        const char *why = NULL;
+        Originals *o = NULL;
+
+        /* Writable by others, or another user's: refused, with the reason. */
+        write_state("{\"version\": 1, \"entries\": []}", 0666);
+        assert_int_equal(originals_load_checked(path, &o, &why), -EPERM);
+        assert_string_equal(why, "is writable by group or others");
+        assert_int_equal(chmod(path, 0600), 0);
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        assert_int_equal(originals_load_checked(path, &o, &why), -EPERM);
+        assert_string_equal(why, "is owned by another user");
+        unlink(path);
+
+        /* A FIFO: refused at once, never read (an open that blocked would hang this test). */
+        assert_int_equal(mkfifo(path, 0600), 0);
+        assert_int_equal(originals_load_checked(path, &o, &why), -EPERM);
+        assert_string_equal(why, "is a FIFO");
+        unlink(path);
+
+        /* A symlink, to a good file or to a device: never followed. */
+        snprintf(target, sizeof target, "%s/target", tmpdir);
+        write_state("{\"version\": 1, \"entries\": []}", 0600);
+        assert_int_equal(rename(path, target), 0);
+        assert_int_equal(symlink(target, path), 0);
+        assert_int_equal(originals_load_checked(path, &o, &why), -ELOOP);
+        assert_string_equal(why, "is a symbolic link");
+        unlink(path);
+        assert_int_equal(symlink("/dev/null", path), 0);
+        assert_int_equal(originals_load_checked(path, &o, &why), -ELOOP);
+        unlink(path);
+        assert_null(o);
+
+        /* A directory others may write to: whoever can write there could plant the file. */
+        snprintf(dir, sizeof dir, "%s/run/peltd", tmpdir);
+        assert_int_equal(chmod(dir, 0777), 0);
+        assert_int_equal(originals_load_checked(path, &o, &why), -EPERM);
+        assert_string_equal(why, "is writable by group or others");
+        assert_int_equal(originals_lock_checked(path, &why), -EPERM);
+        assert_int_equal(chmod(dir, 0755), 0);
+
+        /* A symlink planted at the lock: refused, its target neither created nor locked. */
+        snprintf(link, sizeof link, "%s.lock", path);
+        unlink(link);
+        snprintf(target, sizeof target, "%s/lock-target", tmpdir);
+        assert_int_equal(symlink(target, link), 0);
+        assert_int_equal(originals_lock_checked(path, &why), -ELOOP);
+        assert_int_equal(access(target, F_OK), -1);
+        unlink(link);
+}
+
+/* A symlink planted at StateFile.tmp: the save neither truncates its target nor renames the link in. */
+static void test_tmp_symlink_left_alone(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        char tmp[400], target[400], buf[64] = {};
+        struct stat st;
+        FILE *f;
+
+        snprintf(tmp, sizeof tmp, "%s.tmp", path);
+        snprintf(target, sizeof target, "%s/precious", tmpdir);
+        f = fopen(target, "we");
+        assert_non_null(f);
+        fputs("precious\n", f);
+        fclose(f);
+        unlink(path);
+        assert_int_equal(symlink(target, tmp), 0);
+
+        assert_int_equal(originals_load(path, &o), 0);
+        assert_int_equal(originals_record(o, "cpu", "/a", "cpu.shares", "1024", "2048"), 0);
+        f = fopen(target, "re");
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof buf, f));
+        fclose(f);
+        assert_string_equal(buf, "precious\n");
+        /* The state file is a regular file of its own, not the link. */
+        assert_int_equal(lstat(path, &st), 0);
+        assert_true(S_ISREG(st.st_mode));
+        assert_int_equal(originals_forget(o, "cpu", "/a", "cpu.shares"), 0);
+        unlink(target);
+}
+
+/* originals_parse() reads n bytes and no more: text after the JSON need not end in a NUL. */
+static void test_parse_exact_buffer(_unused_ void **state) {
+        static const char json[] = "{\"version\": 1, \"entries\": []}\n \n";
+        static const char junk[] = "{\"version\": 1, \"entries\": []}\n x";
+        char *buf = malloc(sizeof json - 1);
+        Originals *o = NULL;
+
+        assert_non_null(buf);
+        memcpy(buf, json, sizeof json - 1);
+        assert_int_equal(originals_parse(path, buf, sizeof json - 1, &o), 0);
+        assert_int_equal(o->n_entries, 0);
+        originals_free(o);
+        o = NULL;
+        free(buf);
+        buf = malloc(sizeof junk - 1);
+        assert_non_null(buf);
+        memcpy(buf, junk, sizeof junk - 1);
+        assert_int_equal(originals_parse(path, buf, sizeof junk - 1, &o), -EBADMSG);
+        free(buf);
+}
+
 static int setup(_unused_ void **state) {
         if (!mkdtemp(tmpdir))
                 return -1;
@@ -132,6 +295,10 @@ int main(void) {
                 cmocka_unit_test(test_values_with_odd_characters),
                 cmocka_unit_test(test_bad_file),
                 cmocka_unit_test(test_unwritable_records_nothing),
+                cmocka_unit_test(test_forged_entries_refused),
+                cmocka_unit_test(test_untrusted_state_files),
+                cmocka_unit_test(test_tmp_symlink_left_alone),
+                cmocka_unit_test(test_parse_exact_buffer),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

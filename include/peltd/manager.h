@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #pragma once
 
+#include <stdbool.h>
+
 #include "peltd/commands.h"
 #include "peltd/macro.h"
 
@@ -20,6 +22,14 @@ int manager_new(const Args *args, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 #define _cleanup_manager_ _cleanup_(manager_freep)
+
+/*
+ * Locks and loads the state file (originals.h) for the daemon (running_daemon) or --restore, and
+ * logs what stops it (another holder of the lock, an untrusted file, one that does not parse) and
+ * every entry it refuses. Returns the locked fd in *ret_lock.
+ */
+struct Originals;
+int state_open(const char *path, bool running_daemon, int *ret_lock, struct Originals **ret);
 
 /* Runs until SIGTERM/SIGINT (then restores) or a fatal error. Returns the exit status. */
 int manager_run(Manager *m);

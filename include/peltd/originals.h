@@ -29,16 +29,41 @@ typedef struct Originals {
         char *path;
         Original *entries;
         size_t n_entries;
+        /* Entries of the file that broke a rule (original_check()), described for the log; never written. */
+        char **refused;
+        size_t n_refused;
 } Originals;
+
+/*
+ * NULL when the entry names a file peltd places: "cpuset.cpus" (cpuset), "cpu.shares" (cpu),
+ * "cpuset.cpus", "cpu.weight" or "cgroup.subtree_control" (unified) of a normalized group path
+ * (no ".", "..", empty or control-character component), or AllowedCPUs / CPUWeight of a systemd
+ * unit (NAME.service|slice|scope); else why not.
+ */
+const char *original_check(const Original *e);
 
 /*
  * Takes the lock beside path (creating its directory, 0755, and the lock file, 0600). Returns the
  * locked fd, -EBUSY when another process holds it, or -errno.
  */
 int originals_lock(const char *path);
+/*
+ * The same; the directory and the lock must be root's (or peltd's own user's) and writable by
+ * nobody else, and the lock is never opened through a link: -EPERM or -ELOOP, with *ret_reason.
+ */
+int originals_lock_checked(const char *path, const char **ret_reason);
 
 /* Loads path; a missing file is an empty set. -EBADMSG when the file does not parse. */
 int originals_load(const char *path, Originals **ret);
+/*
+ * The same, with the reason of a refusal: the state file and its directory must pass
+ * fd_check_trusted() (a regular file, root's, not writable by group or others, at most 16 MiB),
+ * and the file is never opened through a link (-ELOOP) or blocking. Entries that break
+ * original_check() are left out and described in refused.
+ */
+int originals_load_checked(const char *path, Originals **ret, const char **ret_reason);
+/* Parses a state file's bytes (n of them at text, not NUL-terminated); path is where it is saved. */
+int originals_parse(const char *path, const char *text, size_t n, Originals **ret);
 Originals *originals_free(Originals *o);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Originals *, originals_free);
 #define _cleanup_originals_ _cleanup_(originals_freep)
