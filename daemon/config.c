@@ -226,7 +226,7 @@ int config_load_files(const char *main_file, const char *dropin_dir, Config **re
         if (r < 0)
                 return log_oom();
 
-        r = ini_load(main_file, &config_schema, c);
+        r = ini_load_trusted(main_file, &config_schema, c);
         if (r < 0 && r != -ENOENT)
                 return r;
 
@@ -240,7 +240,7 @@ int config_load_files(const char *main_file, const char *dropin_dir, Config **re
                 r = glob(pattern, 0, NULL, &g);
                 if (r == 0)
                         for (size_t i = 0; i < g.gl_pathc; i++) {
-                                int k = ini_load(g.gl_pathv[i], &config_schema, c);
+                                int k = ini_load_trusted(g.gl_pathv[i], &config_schema, c);
                                 if (k < 0 && k != -ENOENT) {
                                         globfree(&g);
                                         return k;

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <ctype.h>
+#include <fcntl.h>
 #include <ini.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 
 #include "peltd/cgroup-path.h"
 #include "peltd/cpumask.h"
+#include "peltd/fs-util.h"
 #include "peltd/ini.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
+#include "peltd/rootdir.h"
 #include "peltd/policy-name.h"
 #include "peltd/time-util.h"
 
@@ -284,17 +288,63 @@ static int handler(void *user, const char *section, const char *name, const char
         return 1;
 }
 
-int ini_load(const char *path, const IniSchema *schema, void *userdata) {
-        _cleanup_fclose_ FILE *f = NULL;
-        IniState st = { .path = path, .schema = schema, .userdata = userdata };
+/*
+ * The file's bytes, read whole: opened O_NONBLOCK (a FIFO never blocks) and refused unless it is a
+ * regular file of at most INI_FILE_MAX bytes; with trusted, also unless root (or peltd's user) owns
+ * it and nobody else may write it (fs-util.h). A symlink is followed; the file it reaches is checked.
+ */
+static int read_checked(const char *path, bool trusted, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        const char *why = "is not a regular file";
+        struct stat sb;
         int r;
 
-        f = fopen(path, "re");
-        if (!f) {
+        fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0) {
                 if (errno == ENOENT)
                         return -ENOENT;
                 return log_error_errno(errno, "Failed to open %s: %m", path);
         }
+        if (trusted)
+                r = fd_check_trusted(fd, false, INI_FILE_MAX, &why);
+        else if (fstat(fd, &sb) < 0)
+                r = negative_errno();
+        else if (!S_ISREG(sb.st_mode))
+                r = -EPERM;
+        else if ((uint64_t) sb.st_size > INI_FILE_MAX)
+                r = -EPERM, why = "is too large";
+        else
+                r = 0;
+        if (r == -EPERM)
+                return log_error_errno(r, "Refusing %s: it %s (it must be a regular file of at most 1 MiB%s).", path, why,
+                                       trusted ? ", root's, and not writable by group or others" : "");
+        if (r < 0)
+                return log_error_errno(r, "Failed to read %s: %m", path);
+        r = read_full_fd(fd, ret, ret_size);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read %s: %m", path);
+        /* Grown since the check (read_full_fd reads to EOF): still too large. */
+        if (*ret_size > INI_FILE_MAX) {
+                free(*ret);
+                return log_error_errno(EPERM, "Refusing %s: it is too large (at most 1 MiB).", path);
+        }
+        return 0;
+}
+
+static int load(const char *path, bool trusted, const IniSchema *schema, void *userdata) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *text = NULL;
+        IniState st = { .path = path, .schema = schema, .userdata = userdata };
+        size_t size;
+        int r;
+
+        r = read_checked(path, trusted, &text, &size);
+        if (r < 0)
+                return r;
+        /* fmemopen() of an empty buffer fails: an empty file is an empty stream all the same. */
+        f = size > 0 ? fmemopen(text, size, "r") : fopen("/dev/null", "re");
+        if (!f)
+                return log_error_errno(errno, "Failed to parse %s: %m", path);
         st.f = f;
 
         r = ini_parse_stream(reader, &st, handler, &st);
@@ -313,6 +363,14 @@ int ini_load(const char *path, const IniSchema *schema, void *userdata) {
         free(st.lines);
         free(st.section_raw);
         return st.error < 0 ? st.error : 0;
+}
+
+int ini_load(const char *path, const IniSchema *schema, void *userdata) {
+        return load(path, false, schema, userdata);
+}
+
+int ini_load_trusted(const char *path, const IniSchema *schema, void *userdata) {
+        return load(path, true, schema, userdata);
 }
 
 /* ---- Parsers ---------------------------------------------------------------------------------- */

@@ -27,9 +27,8 @@ static char *write_file(const char *name, const char *content) {
         return path;
 }
 
-/* Runs config_load() on content and returns what it logged (stderr), and its result. */
-static char *load_capture(const char *content, int *ret, Config **ret_config) {
-        _cleanup_free_ char *path = write_file("peltd.conf", content);
+/* Runs config_load() on path and returns what it logged (stderr), and its result. */
+static char *load_path_capture(const char *path, int *ret, Config **ret_config) {
         char logpath[256], *log = NULL;
         int saved, fd;
         Config *c = NULL;
@@ -60,6 +59,13 @@ static char *load_capture(const char *content, int *ret, Config **ret_config) {
         else
                 config_free(c);
         return log;
+}
+
+/* Runs config_load() on content and returns what it logged (stderr), and its result. */
+static char *load_capture(const char *content, int *ret, Config **ret_config) {
+        _cleanup_free_ char *path = write_file("peltd.conf", content);
+
+        return load_path_capture(path, ret, ret_config);
 }
 
 static void expect_error(const char *content, const char *fragment) {
@@ -316,6 +322,76 @@ static void test_policy_names(_unused_ void **state) {
         assert_null(policy_to_string(_POLICY_MAX));
 }
 
+static void expect_refused(const char *path, const char *reason) {
+        int r;
+        _cleanup_free_ char *log = load_path_capture(path, &r, NULL);
+
+        if (r != -EPERM || !strstr(log, path) || !strstr(log, reason))
+                fail_msg("expected -EPERM naming %s and \"%s\"; got %d and:\n%s", path, reason, r, log);
+}
+
+/* Whoever can write a config file chooses StateFile= and what peltd writes: only root's files count. */
+static void test_untrusted_config_files(_unused_ void **state) {
+        _cleanup_free_ char *good = write_file("good.conf", "[Daemon]\nPolicy=power\n"), *path = NULL, *dir = NULL,
+                            *dropin = NULL, *link = NULL;
+        Config *c = NULL;
+        int r;
+
+        path = write_file("untrusted.conf", "[Daemon]\nStateFile=/tmp/evil\n");
+        assert_int_equal(chmod(path, 0666), 0);
+        expect_refused(path, "is writable by group or others");
+        assert_int_equal(chmod(path, 0620), 0);
+        expect_refused(path, "is writable by group or others");
+        assert_int_equal(chmod(path, 0644), 0);
+        assert_int_equal(chown(path, 65534, 65534), 0);
+        expect_refused(path, "is owned by another user");
+        unlink(path);
+
+        /* A FIFO never blocks the load; a device is refused before it is read (/dev/zero: forever). */
+        assert_int_equal(mkfifo(path, 0600), 0);
+        expect_refused(path, "is a FIFO");
+        unlink(path);
+        assert_int_equal(symlink("/dev/zero", path), 0);
+        expect_refused(path, "is a device");
+        unlink(path);
+
+        /* A symlink is followed and the file it reaches checked: to root's own file, fine. */
+        assert_int_equal(symlink(good, path), 0);
+        assert_int_equal(config_load(path, &c), 0);
+        assert_int_equal(c->policy, POLICY_POWER);
+        config_free(c);
+        c = NULL;
+        unlink(path);
+
+        /* Over 1 MiB: refused. */
+        {
+                FILE *f = fopen(path, "we");
+
+                assert_non_null(f);
+                for (int i = 0; i < 70000; i++)
+                        fputs("# padding line\n", f);
+                fclose(f);
+                expect_refused(path, "is too large");
+                unlink(path);
+        }
+
+        /* A drop-in someone else may write refuses the whole load, naming the drop-in. */
+        assert_true(asprintf(&dir, "%s/untrusted.d", tmpdir) > 0);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        dropin = write_file("untrusted.d/50-x.conf", "[Daemon]\nPolicy=performance\n");
+        assert_int_equal(chmod(dropin, 0666), 0);
+        r = config_load_files(good, dir, &c);
+        assert_int_equal(r, -EPERM);
+        assert_null(c);
+        unlink(dropin);
+        /* A drop-in linked to a device: refused, not read until memory runs out. */
+        assert_true(asprintf(&link, "%s/60-zero.conf", dir) > 0);
+        assert_int_equal(symlink("/dev/zero", link), 0);
+        assert_int_equal(config_load_files(good, dir, &c), -EPERM);
+        unlink(link);
+        rmdir(dir);
+}
+
 static int setup(_unused_ void **state) {
         return mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -339,6 +415,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_paths),
                 cmocka_unit_test(test_repeated_and_empty_sections),
                 cmocka_unit_test(test_policy_names),
+                cmocka_unit_test(test_untrusted_config_files),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

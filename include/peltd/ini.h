@@ -64,6 +64,15 @@ typedef struct IniSchema {
  * -errno when it cannot be read (logged), or -EINVAL after logging every bad line.
  */
 int ini_load(const char *path, const IniSchema *schema, void *userdata);
+/*
+ * Configuration files (DESIGN.md, "Configuration"): as ini_load(), but the file must also be
+ * root's (or peltd's own user's) and not writable by group or others; otherwise refused (-EPERM,
+ * logged with FILE and the reason).
+ */
+int ini_load_trusted(const char *path, const IniSchema *schema, void *userdata);
+
+/* Configuration and plan files are at most this long (1 MiB); a longer one is refused. */
+#define INI_FILE_MAX (1024U * 1024)
 
 /* Logs "FILE:LINE: Key=Value: <message>" at error level and returns -EINVAL. */
 int ini_error(const IniPos *pos, const char *value, const char *format, ...) _printf_(3, 4);
