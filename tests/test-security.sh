@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# What peltd, as root, refuses to obey, on real files and the real kernel (v1 here): forged state
+# file entries at `peltd --restore` and at daemon start (a path out of the hierarchy, a cgroup file
+# peltd never places), state files, configs and locks that are not root's own regular files, and a
+# symlink planted at the lock. Each check prints "ok:" or "FAIL:". Removes its subtree, files and
+# processes, also on failure.
+#
+#   test-security.sh PELTD
+set -u
+here=$(dirname "$(readlink -f "$0")")
+peltd=$1
+. "$here/machine-lock.sh"
+. "$here/cgroup-lib.sh"
+
+id=peltd-test-security-$$
+tmp=$(mktemp -d "/tmp/$id.XXXXXX")
+pids=()
+failures=0
+
+cleanup() {
+        local p
+        for p in "${pids[@]}"; do
+                kill -KILL "$p" 2>/dev/null
+                wait "$p" 2>/dev/null
+        done
+        cg_remove "/$id"
+        rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+        echo "FAIL: $*"
+        failures=$((failures + 1))
+}
+
+cg_detect
+[[ $mode == v1 ]] || { echo "this test writes v1 paths; the v2 checks are the unit tests'"; exit 77; }
+all_cpus=$(cat /sys/devices/system/cpu/online)
+first_cpu=${all_cpus%%[-,]*}
+cg_create_top "/$id" "$all_cpus"
+cg_create "/$id/a" "$all_cpus"
+
+state=$tmp/state/originals
+mkdir -p "$tmp/state"
+conf=$tmp/peltd.conf
+printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' "$id" "$state" > "$conf"
+
+# The victims a forged entry aims at: a file outside cgroupfs with a placed file's name, reached by
+# "..", and a cgroup file peltd never writes (release_agent of the cpuset hierarchy is root's knob).
+mkdir -p "$tmp/victim"
+echo keep > "$tmp/victim/cpuset.cpus"
+up=$(printf '/..%.0s' 1 2 3 4 5 6 7 8)
+agent_before=$(cat "$cpuset_root/release_agent")
+
+# forged_state: one valid entry (the group's cpuset, now at the first CPU, to go back to every
+# CPU) and the forged ones, each with "written" equal to what the target holds now.
+forged_state() {
+        echo "$first_cpu" > "$cpuset_root/$id/a/cpuset.cpus"
+        cat > "$state" <<EOT
+{"version": 1, "entries": [
+ {"hierarchy": "cpuset", "group": "$up$tmp/victim", "file": "cpuset.cpus", "original": "pwned", "written": "keep"},
+ {"hierarchy": "cpuset", "group": "/", "file": "release_agent", "original": "$tmp/evil", "written": "$agent_before"},
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"}
+]}
+EOT
+        chmod 0600 "$state"
+}
+
+victims_untouched() {
+        [[ $(cat "$tmp/victim/cpuset.cpus") == keep && $(cat "$cpuset_root/release_agent") == "$agent_before" ]]
+}
+
+# 1. --restore: the valid entry restored, the forged ones refused and named; exit 1.
+forged_state
+"$peltd" --restore --config "$conf" > "$tmp/restore.out" 2>&1
+rc=$?
+if ((rc == 1)) && victims_untouched && [[ $(cat "$cpuset_root/$id/a/cpuset.cpus") == "$all_cpus" ]] &&
+        grep -q "refusing an entry.*release_agent" "$tmp/restore.out" && grep -q "refusing an entry.*victim" "$tmp/restore.out"; then
+        pass "--restore: forged entries refused (exit 1), the valid one restored"
+else
+        fail "--restore: exit $rc, victim $(cat "$tmp/victim/cpuset.cpus"), release_agent $(cat "$cpuset_root/release_agent"), a $(cat "$cpuset_root/$id/a/cpuset.cpus"): $(cat "$tmp/restore.out")"
+fi
+rm -f "$state"
+
+# 2. Daemon start: carries on with the valid entries.
+forged_state
+"$peltd" --config "$conf" > "$tmp/daemon.out" 2>&1 &
+pids+=($!)
+if wait_for 10 grep -q "peltd running" "$tmp/daemon.out" && victims_untouched &&
+        grep -q "Restoring 1 recorded original values" "$tmp/daemon.out" && grep -q "refusing an entry" "$tmp/daemon.out"; then
+        pass "start: forged entries refused and logged, the valid one restored, the daemon runs"
+else
+        fail "start: victim $(cat "$tmp/victim/cpuset.cpus"), a $(cat "$cpuset_root/$id/a/cpuset.cpus"): $(cat "$tmp/daemon.out")"
+fi
+kill -TERM "${pids[-1]}"
+wait "${pids[-1]}"
+rc=$?
+((rc == 0)) && [[ $(cat "$cpuset_root/$id/a/cpuset.cpus") == "$all_cpus" ]] && victims_untouched ||
+        fail "start: the daemon exited $rc at SIGTERM; a $(cat "$cpuset_root/$id/a/cpuset.cpus")"
+unset 'pids[-1]'
+rm -f "$state"
+
+# refused WHAT REASON: the daemon exits 1 at once (no hang), naming the file and the reason.
+refused() {
+        local what=$1 reason=$2 rc
+        timeout 20 "$peltd" --config "$conf" --dry-run > "$tmp/refused.out" 2>&1
+        rc=$?
+        if ((rc == 1)) && grep -qF "$what" "$tmp/refused.out" && grep -qF "$reason" "$tmp/refused.out"; then
+                pass "refused: $what $reason"
+        else
+                fail "expected exit 1 naming $what ($reason); exit $rc: $(cat "$tmp/refused.out")"
+        fi
+}
+
+# 3. Untrusted state files, lock and configs.
+echo '{"version": 1, "entries": []}' > "$state"
+chmod 0666 "$state"
+refused "$state" "is writable by group or others"
+chmod 0600 "$state"
+chown nobody "$state"
+refused "$state" "is owned by another user"
+rm -f "$state"
+mkfifo -m 0600 "$state"
+refused "$state" "is a FIFO"
+rm -f "$state"
+ln -s /dev/null "$state"
+refused "$state" "is a symbolic link"
+rm -f "$state"
+
+rm -f "$state.lock"
+ln -s "$tmp/lock-target" "$state.lock"
+refused "$state" "is a symbolic link"
+[[ -e $tmp/lock-target ]] && fail "the lock's symlink target was created"
+rm -f "$state.lock"
+
+chmod 0666 "$conf"
+refused "$conf" "is writable by group or others"
+chmod 0644 "$conf"
+mv "$conf" "$conf.real"
+mkfifo -m 0600 "$conf"
+refused "$conf" "is a FIFO"
+rm -f "$conf"
+ln -s /dev/zero "$conf"
+refused "$conf" "is a device"
+rm -f "$conf"
+mv "$conf.real" "$conf"
+
+((failures == 0)) || exit 1
+echo "all security checks passed"
