@@ -242,7 +242,7 @@ static int walk(const RootDir *r, const char *path, cgroup_walk_cb cb, void *use
         while ((de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
 
-                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                if (de->d_type != DT_DIR || dot_or_dot_dot(de->d_name))
                         continue;
                 child = cgroup_child_path(path, de->d_name);
                 if (!child)

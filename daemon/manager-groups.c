@@ -196,6 +196,23 @@ void manager_resolve_target(Manager *m, ManagedGroup *g) {
         log_info("%s is owned by %s: placing it through systemd.", g->path, g->unit);
 }
 
+/*
+ * A group made again (a new directory at its path): the originals recorded for the old directory
+ * belong to nothing now; the new one's are read afresh when it is placed.
+ */
+static void forget_originals(Manager *m, const char *path) {
+        for (size_t i = m->originals->n_entries; i > 0; i--) {
+                const Original *o = &m->originals->entries[i - 1];
+                int r;
+
+                if (!streq(o->group, path))
+                        continue;
+                r = originals_forget(m->originals, o->hierarchy, o->group, o->file);
+                if (r < 0)
+                        log_warning_errno(r, "Failed to drop the recorded originals of %s: %m", path);
+        }
+}
+
 /* Brings the managed list in line with the sampler's groups (both sorted by path). */
 int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
         ManagedGroup *ng;
@@ -212,10 +229,16 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
                         managed_group_done(&m->groups[i++]);
                         continue;
                 }
+                if (c == 0 && m->groups[i].id != sg[j].id) {
+                        log_info("%s was made again; managing the new group afresh.", sg[j].path);
+                        forget_originals(m, sg[j].path);
+                        managed_group_done(&m->groups[i++]);
+                        c = 1;
+                }
                 if (c == 0) {
                         ng[k] = m->groups[i++];
                 } else {
-                        ng[k] = (ManagedGroup){ .path = strdup(sg[j].path) };
+                        ng[k] = (ManagedGroup){ .path = strdup(sg[j].path), .id = sg[j].id };
                         if (!ng[k].path) {
                                 for (size_t x = 0; x < k; x++)
                                         managed_group_done(&ng[x]);

@@ -34,6 +34,7 @@
 /* What the daemon keeps about one managed group between rounds. */
 typedef struct ManagedGroup {
         char *path;
+        uint64_t id;                 /* the sampler's: another id at the same path is a new directory */
         PolicyHistory history;
 
         /* Read at task rounds and after each change. */

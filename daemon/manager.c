@@ -245,13 +245,13 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                 return log_error_errno(r, "Failed to re-arm a timer: %m");
 
         /* Task rounds include a group round: skip the group round that falls in the same interval. */
-        if (!task_round && m->task_tracking) {
+        if (!task_round) {
                 uint64_t next_task;
 
                 if (sd_event_source_get_time(m->task_timer, &next_task) >= 0 && next_task <= usec + interval / 2)
                         return 0;
         }
-        return manager_round(m, task_round && m->task_tracking);
+        return manager_round(m, task_round);
 }
 
 static int on_hotplug(_unused_ sd_event_source *s, int fd, _unused_ uint32_t revents, void *userdata) {
@@ -281,7 +281,8 @@ static int arm_timers(Manager *m) {
         if (r >= 0)
                 r = sd_event_source_set_time(m->task_timer, now + m->config->task_sample_interval_usec);
         if (r >= 0)
-                r = sd_event_source_set_enabled(m->task_timer, m->task_tracking ? SD_EVENT_ONESHOT : SD_EVENT_OFF);
+                /* Task rounds walk the groups (new ones, ones made again) whether threads are tracked or not. */
+                r = sd_event_source_set_enabled(m->task_timer, SD_EVENT_ONESHOT);
         return r;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 
 #include "peltd/cpumask.h"
 #include "peltd/log.h"
@@ -382,16 +383,31 @@ static ssize_t group_find(const CgroupSampler *s, const char *path, size_t *ret_
         return -1;
 }
 
-/* A selected group: the known one, or a new one with its baseline (NULL when it vanished meanwhile). */
-static int group_get(CgroupSampler *s, const char *path, CgroupGroup **ret) {
+/*
+ * A selected group: the known one, or a new one with its baseline (NULL when it vanished meanwhile).
+ * A group is its path and its directory: a new directory at a known path (another inode, or the
+ * old one's files gone) is a new group; the old one is GONE and stays beside it until settled.
+ */
+static int group_get(CgroupSampler *s, const char *path, uint64_t ino, CgroupGroup **ret) {
         size_t at = 0;
         ssize_t i = group_find(s, path, &at);
         CgroupGroup *g;
         int k;
 
         if (i >= 0) {
-                *ret = s->groups[i];
-                return 0;
+                /* Duplicates (a GONE one, then its successor) sit next to each other: take the last. */
+                while ((size_t) i + 1 < s->n_groups && streq(s->groups[i + 1]->path, path))
+                        i++;
+                g = s->groups[i];
+                if (g->state != CGROUP_GROUP_GONE && g->ino == ino) {
+                        *ret = g;
+                        return 0;
+                }
+                if (g->state != CGROUP_GROUP_GONE) {
+                        log_debug("%s: made again (new directory), sampling it afresh.", path);
+                        g->state = CGROUP_GROUP_GONE;
+                }
+                at = (size_t) i + 1;
         }
         k = group_new(s, path, &g);
         if (k == -ENODEV) {
@@ -400,6 +416,7 @@ static int group_get(CgroupSampler *s, const char *path, CgroupGroup **ret) {
         }
         if (k < 0)
                 return k;
+        g->ino = ino;
         if (s->n_groups == s->allocated) {
                 size_t na = s->allocated ? s->allocated * 2 : 16;
                 CgroupGroup **ng = realloc(s->groups, na * sizeof *ng);
@@ -458,7 +475,11 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
                 return top ? k : 0;
 
         if (!managed && w->s->filter.selects(path, w->s->filter.userdata)) {
-                k = group_get(w->s, path, &managed);
+                struct stat st;
+
+                if (fstat(dirfd(d), &st) < 0)
+                        return top ? -errno : 0;
+                k = group_get(w->s, path, (uint64_t) st.st_ino, &managed);
                 if (k < 0)
                         return k;
                 if (!managed)
@@ -501,7 +522,7 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
         while ((de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
 
-                if (de->d_type != DT_DIR || de->d_name[0] == '.')
+                if (de->d_type != DT_DIR || dot_or_dot_dot(de->d_name))
                         continue;
                 child = cgroup_child_path(path, de->d_name);
                 if (!child)

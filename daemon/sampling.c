@@ -618,6 +618,7 @@ size_t sampling_groups(Sampling *s, SampledGroup **ret) {
                         continue;
                 s->out_groups[n++] = (SampledGroup){
                         .path = g->path,
+                        .id = d->id,
                         .v = track_group_values(&d->tg, s->opts.task_tracking),
                         .nr_tasks = g->nr_tasks,
                         .shares = d->tg.shares,

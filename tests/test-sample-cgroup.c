@@ -320,6 +320,41 @@ static void test_sampler_v1(_unused_ void **state) {
         assert_int_equal(group_named(s, "/new")->state, CGROUP_GROUP_NEW);
         assert_int_equal(group_named(s, "/new")->usage_ns, 7);
 
+        /*
+         * Made again (a new directory at the same path; made before the old one goes, so its inode
+         * differs): the old group is GONE and a NEW one stands beside it; after settling, only the new.
+         * A group whose name begins with '.' is a group like any other.
+         */
+        {
+                CgroupGroup *old = group_named(s, "/new"), *fresh = NULL;
+                size_t n_at_path = 0;
+
+                cgroup_sampler_settle(s);
+                fx_sh("mkdir '%s/cpuacct/new2' && echo 9 > '%s/cpuacct/new2/cpuacct.usage' && rm -rf '%s/cpuacct/new' && "
+                      "mv '%s/cpuacct/new2' '%s/cpuacct/new' && mkdir '%s/cpuacct/.hidden'",
+                      dir, dir, dir, dir, dir, dir);
+                m.n = 0;
+                assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
+                for (size_t k = 0; k < cgroup_sampler_n_groups(s); k++) {
+                        CgroupGroup *g = cgroup_sampler_group(s, k);
+
+                        if (!streq(g->path, "/new"))
+                                continue;
+                        n_at_path++;
+                        if (g != old)
+                                fresh = g;
+                }
+                assert_int_equal(n_at_path, 2);
+                assert_int_equal(old->state, CGROUP_GROUP_GONE);
+                assert_non_null(fresh);
+                assert_int_equal(fresh->state, CGROUP_GROUP_NEW);
+                assert_int_equal(fresh->usage_ns, 9);
+                assert_non_null(group_named(s, "/.hidden"));
+                cgroup_sampler_settle(s);
+                assert_ptr_equal(group_named(s, "/new"), fresh);
+                assert_int_equal(fresh->state, CGROUP_GROUP_LIVE);
+        }
+
         cgroup_sampler_free(s);
         config_free(c);
         cgroup_fs_free(fs);

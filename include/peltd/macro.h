@@ -43,6 +43,11 @@
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define strneq(a, b, n) (strncmp((a), (b), (n)) == 0)
 
+/* "." and "..": the only directory entries a walk skips (a name may well begin with a dot). */
+static inline bool dot_or_dot_dot(const char *name) {
+        return name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0));
+}
+
 /* Returns the tail of s after prefix, or NULL when s does not start with it. */
 static inline const char *startswith(const char *s, const char *prefix) {
         size_t l = strlen(prefix);

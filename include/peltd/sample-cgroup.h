@@ -36,6 +36,7 @@ typedef enum CgroupGroupState {
 
 typedef struct CgroupGroup {
         char *path;
+        uint64_t ino;                /* its directory in the walked hierarchy: a new one is a new group */
         CgroupGroupState state;
         void *userdata;              /* the caller's */
 

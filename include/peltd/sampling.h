@@ -49,6 +49,7 @@ typedef struct SampledThread {
 /* One managed group, for output. */
 typedef struct SampledGroup {
         const char *path;
+        uint64_t id;                 /* unique for the sampler's lifetime: a group made again gets a new one */
         TrackValues v;
         size_t nr_tasks;
         uint64_t shares;
