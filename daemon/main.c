@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 
 #include "config.h"
 #include "peltd/commands.h"
@@ -185,7 +186,33 @@ static int parse_argv(int argc, char *argv[], Args *a) {
         return 1;
 }
 
+/*
+ * Before anything else: the signals the daemon handles (SIGTERM, SIGINT: restore and exit; SIGHUP:
+ * reload) are blocked, so one that comes while the configuration is read or a crash restore runs
+ * waits for the loop instead of killing peltd without restoring. Signals with no job whose default
+ * is to terminate are ignored: SIGPIPE (a write to a closed pipe or socket fails with EPIPE instead),
+ * SIGUSR1, SIGUSR2, SIGALRM and the like. The commands that are not the daemon take SIGTERM and
+ * SIGINT as usual (returns the mask to put back for them).
+ */
+static sigset_t signals_setup(void) {
+        static const int ignored[] = { SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGSTKFLT };
+        sigset_t ss, old;
+
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        (void) sigprocmask(SIG_BLOCK, &ss, &old);
+
+        for (size_t i = 0; i < ELEMENTSOF(ignored); i++)
+                (void) signal(ignored[i], SIG_IGN);
+        for (int sig = SIGRTMIN; sig <= SIGRTMAX; sig++)
+                (void) signal(sig, SIG_IGN);
+        return old;
+}
+
 int main(int argc, char *argv[]) {
+        sigset_t old_mask = signals_setup();
         Args args;
         int r;
 
@@ -196,6 +223,8 @@ int main(int argc, char *argv[]) {
                 return EXIT_USAGE;
         if (r == 0)
                 return EXIT_SUCCESS;
+        if (args.mode != MODE_DAEMON)
+                (void) sigprocmask(SIG_SETMASK, &old_mask, NULL);
 
         switch (args.mode) {
         case MODE_ONCE:

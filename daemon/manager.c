@@ -346,7 +346,8 @@ int manager_new(const Args *args, Manager **ret) {
 
         /*
          * Signals wait until the loop is up: a SIGTERM while a crash restore or the first sample
-         * runs is handled by the loop (restore, exit 0), not by the default action.
+         * runs is handled by the loop (restore, exit 0), not by the default action. main() blocks
+         * them first of all; this is for callers that come another way.
          */
         {
                 sigset_t ss;

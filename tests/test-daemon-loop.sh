@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
 # The daemon's loop on the real kernel: groups made after start (or made again) are placed with
-# threads not tracked, a group whose name begins with '.' is managed, and everything is put back
-# at SIGTERM. Removes the
+# threads not tracked, a group whose name begins with '.' is managed, signals with no job do not
+# kill it, a SIGHUP at start does not kill it, and everything is put back at SIGTERM. Removes the
 # subtree and ends only the processes it started, also on failure.
 #
 #   test-daemon-loop.sh PELTD DUTY_CYCLE
@@ -132,6 +132,18 @@ grep -q "/$id/again was made again" "$log" || grep -q "/$id/again is gone" "$log
         fail "late: again made again without a word"
 alive || fail "late: peltd died"
 
+# ---- signals with no job: ignored; SIGTERM still restores -------------------------------------
+for sig in PIPE USR1 USR2 ALRM; do
+        kill -"$sig" "$daemon_pid" 2>/dev/null
+done
+# A reload after them: once it is logged, the signals before it have been delivered.
+kill -HUP "$daemon_pid"
+if wait_for 5 grep -q "Configuration reloaded" "$log" && alive; then
+        pass "signals: SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM left peltd running"
+else
+        fail "signals: peltd did not survive SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM"
+fi
+
 stop_daemon TERM
 restored=1
 for g in early again late .hidden; do
@@ -142,6 +154,39 @@ if [[ $daemon_status -eq 0 && $restored -eq 1 && ! -e $state ]]; then
 else
         fail "SIGTERM: exit $daemon_status; early $(cpus_of early), again $(cpus_of again), late $(cpus_of late), .hidden $(cpus_of .hidden)"
 fi
+
+# ---- SIGHUP at once at start: blocked before the configuration is read ------------------------
+# The configuration at a FIFO: reading it waits for a writer, the window before the handlers
+# are in place. SIGHUP must be blocked there already (or the FIFO refused outright).
+fifo=$tmp/fifo.conf
+mkfifo -m 0600 "$fifo"
+"$peltd" --config "$fifo" >>"$log" 2>&1 &
+daemon_pid=$!
+waiting_at_open() { [[ $(cut -d' ' -f1 "/proc/$daemon_pid/syscall" 2>/dev/null) == 257 ]]; }
+wait_for 5 bash -c "! kill -0 $daemon_pid 2>/dev/null || [[ \$(cut -d' ' -f1 /proc/$daemon_pid/syscall) == 257 ]]"
+if waiting_at_open; then
+        blocked=$(awk '/^SigBlk:/ { print $2 }' "/proc/$daemon_pid/status")
+        if (((16#$blocked >> 0) & 1)); then
+                pass "SIGHUP: blocked while the configuration is read (SigBlk $blocked)"
+        else
+                fail "SIGHUP: not blocked while the configuration is read (SigBlk $blocked)"
+        fi
+fi
+stop_daemon KILL
+
+write_config power
+log=$tmp/peltd-hup.log
+start_daemon
+# As soon as it runs peltd's code (signals blocked first thing): a SIGHUP, then it must run on.
+wait_for 5 bash -c "(( (16#\$(awk '/^SigBlk:/ { print \$2 }' /proc/$daemon_pid/status) >> 0) & 1 ))"
+kill -HUP "$daemon_pid"
+if wait_for 10 grep -q "Configuration reloaded" "$log" && alive; then
+        pass "SIGHUP at start: handled as a reload once the loop runs"
+else
+        fail "SIGHUP at start: peltd died or never reloaded"
+fi
+stop_daemon TERM
+[[ $daemon_status -eq 0 ]] || fail "SIGHUP at start: exit $daemon_status after SIGTERM"
 
 if ((failures)); then
         echo "$failures check(s) failed"
