@@ -93,6 +93,12 @@ struct Manager {
         size_t n_groups;
         unsigned task_rounds;
         int sample_error;            /* the last round's sampling error, said once until it changes */
+        unsigned n_failed_rounds;    /* in a row: the episode, logged once */
+        unsigned n_late_rounds;      /* that overran their interval, since late_timer's last on time */
+        sd_event_source *late_timer;
+        bool rearm_failed;           /* a round timer could not be re-armed: the other retries */
+        usec_t watchdog_usec;        /* WATCHDOG_USEC, 0: none */
+        usec_t last_watchdog_usec;
 
         unsigned n_changes;
         char last_change[512];

@@ -53,9 +53,11 @@ Manager *manager_free(Manager *m) {
 /* ---- Helpers ---------------------------------------------------------------------------------- */
 
 void manager_notify_status(Manager *m) {
-        (void) sd_notifyf(false, "STATUS=Policy %s%s; %zu groups managed; %u changes%s%s", policy_to_string(m->policy),
+        (void) sd_notifyf(false, "STATUS=Policy %s%s; %zu groups managed; %u changes%s%s%s%s", policy_to_string(m->policy),
                           m->dry_run ? " (dry run)" : "", m->n_groups, m->n_changes,
-                          m->last_change[0] ? "; last: " : "", m->last_change);
+                          m->last_change[0] ? "; last: " : "", m->last_change,
+                          m->n_failed_rounds > 0 ? "; rounds failing" : "",
+                          m->n_late_rounds > 0 ? "; rounds late" : "");
 }
 
 /* TaskTracking=auto: per-thread figures where a policy uses them (burst length, biggest task). */
@@ -126,9 +128,11 @@ static int plan_and_apply(Manager *m, bool task_round) {
         size_t n = sampling_groups(m->sampling, &sg), k = 0;
         int r;
 
+        if (!sg)
+                return -ENOMEM; /* not "no groups": the managed list stays as it is */
         r = manager_sync_groups(m, sg, n);
         if (r < 0)
-                return log_oom();
+                return r;
         manager_read_groups(m, task_round);
         if (task_round && m->task_tracking)
                 manager_collect_threads(m);
@@ -138,7 +142,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
         hist = new0(PolicyHistory, MAX(n, 1u));
         owner = new0(ManagedGroup *, MAX(n, 1u));
         if (!pg || !res || !hist || !owner)
-                return log_oom();
+                return -ENOMEM;
 
         /* sg and m->groups are both sorted by path and hold the same groups. */
         for (size_t i = 0; i < n; i++) {
@@ -174,7 +178,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model }, hist,
                         now_usec(CLOCK_MONOTONIC), res);
         if (r < 0)
-                return log_oom();
+                return r;
 
         for (size_t i = 0; i < k; i++) {
                 ManagedGroup *g = owner[i];
@@ -197,24 +201,51 @@ static int plan_and_apply(Manager *m, bool task_round) {
 }
 
 /*
- * A round that cannot sample (CgroupRoot= not there yet, or removed) is skipped, said once, and
- * said again when sampling works again; the daemon keeps running and keeps what it recorded.
+ * A round that cannot sample because CgroupRoot= is not there (yet, or any more) is complete: there
+ * is nothing to manage. Said once, and again when it is back; the daemon keeps what it recorded.
+ * Other sampling errors fail the round (note_round()). Returns 1 when the round has nothing to do.
  */
 static int note_sample_error(Manager *m, int r) {
-        if (r >= 0) {
-                if (m->sample_error < 0)
-                        log_info("Sampling works again.");
-                m->sample_error = 0;
-                return 0;
-        }
-        if (r != m->sample_error) {
-                if (r == -ENOENT)
+        if (r == -ENOENT) {
+                if (m->sample_error != r)
                         log_warning("CgroupRoot=%s is not there; managing nothing until it is.", m->config->cgroup_root);
-                else
-                        log_warning_errno(r, "Failed to sample, skipping rounds until it works: %m");
+                m->sample_error = r;
+                return 1;
         }
-        m->sample_error = r;
+        if (r >= 0 && m->sample_error < 0)
+                log_info("CgroupRoot=%s is there again.", m->config->cgroup_root);
+        if (r >= 0)
+                m->sample_error = 0;
         return r;
+}
+
+/*
+ * Rounds never stop on an error: a failed round (out of memory, a hierarchy unreadable) is logged
+ * once per episode, the next one runs, and when one completes again the episode ends with a
+ * count. The watchdog is fed only by completed rounds, so systemd restarts a daemon whose rounds
+ * keep failing or have stopped.
+ */
+static void note_round(Manager *m, int r) {
+        if (r < 0) {
+                if (m->n_failed_rounds++ == 0) {
+                        log_warning_errno(r, "A round failed, retrying every round: %m");
+                        manager_notify_status(m);
+                }
+                return;
+        }
+        if (m->n_failed_rounds > 0) {
+                log_info("Rounds complete again, after %u failed.", m->n_failed_rounds);
+                m->n_failed_rounds = 0;
+                manager_notify_status(m);
+        }
+        if (m->watchdog_usec > 0) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+
+                if (now - m->last_watchdog_usec >= m->watchdog_usec / 2) {
+                        (void) sd_notify(false, "WATCHDOG=1");
+                        m->last_watchdog_usec = now;
+                }
+        }
 }
 
 static int manager_round(Manager *m, bool task_round) {
@@ -224,34 +255,82 @@ static int manager_round(Manager *m, bool task_round) {
         if (topology_online_changed(m->topology, m->sysfs) > 0)
                 (void) refresh_topology(m);
 
-        r = sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round);
-        if (note_sample_error(m, r) < 0)
-                return 0;
+        r = note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round));
+        if (r != 0)
+                return r < 0 ? r : 0;
         return plan_and_apply(m, task_round);
 }
 
+/*
+ * Arms a round timer for `next`. A round that overran its interval (next is past) starts the next
+ * one an interval from now: no burst of catch-up rounds; STATUS says rounds are late while they are.
+ */
+static int rearm(Manager *m, sd_event_source *s, usec_t next, usec_t interval) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        if (next <= now) {
+                if (m->n_late_rounds++ == 0) {
+                        log_notice("A round took longer than its interval (%" PRIu64 " ms); the next starts an interval later.",
+                                   interval / USEC_PER_MSEC);
+                        m->late_timer = s;
+                        manager_notify_status(m);
+                }
+                next = now + interval;
+        } else if (s == m->late_timer && m->n_late_rounds > 0) {
+                log_info("Rounds on time again, after %u late.", m->n_late_rounds);
+                m->n_late_rounds = 0;
+                manager_notify_status(m);
+        }
+        r = sd_event_source_set_time(s, next);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return r;
+}
+
+/* A timer that could not be re-armed is re-armed by the other one's next round (or never: then the watchdog). */
+static void rearm_stopped(Manager *m, sd_event_source *s, usec_t interval) {
+        int enabled = SD_EVENT_OFF;
+
+        if (sd_event_source_get_enabled(s, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return;
+        if (rearm(m, s, now_usec(CLOCK_MONOTONIC) + interval, interval) >= 0) {
+                log_info("A round timer is armed again.");
+                m->rearm_failed = false;
+        }
+}
+
+/* Never returns an error: that would turn the timer off for good. */
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         Manager *m = userdata;
         bool task_round = s == m->task_timer;
         usec_t interval = task_round ? m->config->task_sample_interval_usec : m->config->sample_interval_usec;
+        sd_event_source *other = task_round ? m->group_timer : m->task_timer;
+        usec_t other_interval = task_round ? m->config->sample_interval_usec : m->config->task_sample_interval_usec;
+        bool skip = false;
         int r;
 
-        /* The next one a whole interval after this one was due: no drift, no burst of catch-up rounds. */
-        r = sd_event_source_set_time(s, usec + interval);
-        if (r < 0)
-                return log_error_errno(r, "Failed to re-arm a timer: %m");
-        r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
-        if (r < 0)
-                return log_error_errno(r, "Failed to re-arm a timer: %m");
+        if (m->rearm_failed)
+                rearm_stopped(m, other, other_interval);
 
         /* Task rounds include a group round: skip the group round that falls in the same interval. */
         if (!task_round) {
                 uint64_t next_task;
+                int enabled = SD_EVENT_OFF;
 
-                if (sd_event_source_get_time(m->task_timer, &next_task) >= 0 && next_task <= usec + interval / 2)
-                        return 0;
+                skip = sd_event_source_get_enabled(m->task_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+                       sd_event_source_get_time(m->task_timer, &next_task) >= 0 && next_task <= usec + interval / 2;
         }
-        return manager_round(m, task_round);
+        if (!skip)
+                note_round(m, manager_round(m, task_round));
+
+        /* The next one a whole interval after this one was due: no drift. */
+        r = rearm(m, s, usec + interval, interval);
+        if (r < 0 && !m->rearm_failed) {
+                log_error_errno(r, "Failed to re-arm a round timer (%m); the other one retries.");
+                m->rearm_failed = true;
+        }
+        return 0;
 }
 
 static int on_hotplug(_unused_ sd_event_source *s, int fd, _unused_ uint32_t revents, void *userdata) {
@@ -264,7 +343,7 @@ static int on_hotplug(_unused_ sd_event_source *s, int fd, _unused_ uint32_t rev
         }
         if (r > 0 && refresh_topology(m) > 0)
                 /* Leave offline CPUs (and take back online ones) now, not at the next round. */
-                (void) manager_round(m, false);
+                note_round(m, manager_round(m, false));
         return 0;
 }
 
@@ -311,11 +390,18 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
                 return 0;
         }
         if (!streq(c->state_file, m->config->state_file)) {
+                char *keep = strdup(m->config->state_file);
+
+                if (!keep) {
+                        log_oom();
+                        log_error("Reloading the configuration failed; keeping the old settings.");
+                        (void) sd_notify(false, "READY=1");
+                        manager_notify_status(m);
+                        return 0;
+                }
                 log_warning("StateFile= cannot change while running; keeping %s.", m->config->state_file);
                 free(c->state_file);
-                c->state_file = strdup(m->config->state_file);
-                if (!c->state_file)
-                        return log_oom();
+                c->state_file = keep;
         }
 
         old = m->config;
@@ -328,8 +414,11 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
         for (size_t i = 0; i < m->n_groups; i++)
                 m->groups[i].target_known = false; /* Backend= may have changed */
         r = arm_timers(m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to re-arm the timers: %m");
+        if (r < 0) {
+                /* The timers keep their old times where they have one; one that stopped is retried. */
+                log_error_errno(r, "Failed to re-arm the timers: %m");
+                m->rearm_failed = true;
+        }
         log_info("Configuration reloaded: policy %s, groups every %" PRIu64 " ms, threads %s.",
                  policy_to_string(m->policy), m->config->sample_interval_usec / USEC_PER_MSEC,
                  m->task_tracking ? "tracked" : "not tracked");
@@ -450,10 +539,12 @@ int manager_new(const Args *args, Manager **ret) {
                 (void) sd_event_source_set_description(m->hotplug_source, "hotplug");
         }
 
-        /* WATCHDOG=1 by itself when WATCHDOG_USEC is set. */
-        r = sd_event_set_watchdog(m->event, true);
+        /* WATCHDOG_USEC (for this pid): WATCHDOG=1 from completed rounds (note_round()), not from the loop. */
+        r = sd_watchdog_enabled(false, &m->watchdog_usec);
         if (r < 0)
-                log_warning_errno(r, "Failed to enable the watchdog: %m");
+                log_warning_errno(r, "Ignoring WATCHDOG_USEC: %m");
+        if (r <= 0)
+                m->watchdog_usec = 0;
 
         /* The baseline sample: the first rounds need something to take differences from. */
         (void) note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), true));

@@ -2,14 +2,16 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The daemon's loop on the real kernel: groups made after start (or made again) are placed with
 # threads not tracked, a group whose name begins with '.' is managed, signals with no job do not
-# kill it, a SIGHUP at start does not kill it, and everything is put back at SIGTERM. Removes the
-# subtree and ends only the processes it started, also on failure.
+# kill it, a SIGHUP at start does not kill it, rounds go on through failed allocations and a
+# failed timer re-arm (the watchdog fed only while rounds complete), and everything is put back at
+# SIGTERM. Removes the subtree and ends only the processes it started, also on failure.
 #
-#   test-daemon-loop.sh PELTD DUTY_CYCLE
+#   test-daemon-loop.sh PELTD DUTY_CYCLE FAULT_INJECT_SO
 set -u
 here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 duty=$2
+fault_so=$3
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
 
@@ -20,6 +22,7 @@ state=$tmp/state/originals
 log=$tmp/peltd.log
 daemon_pid=
 daemon_status=
+listener_pid=
 declare -A workload_pid=()
 failures=0
 
@@ -46,6 +49,10 @@ stop_workload() { # GROUP
 cleanup() {
         local g
         stop_daemon KILL
+        if [[ -n $listener_pid ]]; then
+                kill "$listener_pid" 2>/dev/null
+                wait "$listener_pid" 2>/dev/null
+        fi
         for g in "${!workload_pid[@]}"; do
                 stop_workload "$g"
         done
@@ -187,6 +194,111 @@ else
 fi
 stop_daemon TERM
 [[ $daemon_status -eq 0 ]] || fail "SIGHUP at start: exit $daemon_status after SIGTERM"
+
+# ---- faults: failed allocations and a failed timer re-arm; the watchdog ------------------------
+# peltd under the fault shim, its notifications on a socket read here, WATCHDOG_USEC 400 ms for its
+# own pid: WATCHDOG=1 at most every 200 ms while rounds complete, none while they fail.
+notify=$tmp/notify.sock
+notes=$tmp/notify.log
+malloc_fault=$tmp/fault-malloc
+timer_fault=$tmp/fault-timer
+python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+out = open(sys.argv[2], "a", buffering=1)
+while True:
+    for line in s.recv(4096).decode(errors="replace").splitlines():
+        out.write("%.3f %s\n" % (time.monotonic(), line))
+' "$notify" "$notes" &
+listener_pid=$!
+wait_for 5 test -S "$notify" || fail "faults: the notify listener did not start"
+watchdogs() { grep -c " WATCHDOG=1$" "$notes"; }
+
+# Under ASan the sanitizer's runtime must come first (and its malloc would win): no shim there.
+asan=0
+ldd "$peltd" | grep -q libasan && asan=1
+preload=$fault_so
+((asan)) && preload=
+
+log=$tmp/peltd-faults.log
+write_config power
+# Two busy groups at most from here on.
+for g in late .hidden early; do
+        stop_workload "$g"
+done
+cg_remove "/$id/late"
+(
+        export NOTIFY_SOCKET=$notify WATCHDOG_USEC=400000 WATCHDOG_PID=$BASHPID
+        export LD_PRELOAD=$preload PELTD_FAULT_MALLOC_FILE=$malloc_fault PELTD_FAULT_SET_TIME_FILE=$timer_fault
+        exec "$peltd" --config "$conf" >>"$log" 2>&1
+) &
+daemon_pid=$!
+wait_for 10 grep -q "^[0-9.]* READY=1" "$notes" || fail "faults: no READY=1"
+wait_for 10 bash -c "(( \$(grep -c ' WATCHDOG=1\$' $notes) >= 3 ))" || fail "faults: no WATCHDOG=1 while rounds complete"
+# At most one every WATCHDOG_USEC/2 (a little slack for the listener's clock).
+awk '/ WATCHDOG=1$/ { if (last && $1 - last < 0.19) bad = 1; last = $1 } END { exit bad }' "$notes" ||
+        fail "faults: WATCHDOG=1 more often than every 200 ms"
+
+if ((asan)); then
+        echo "note: peltd is built with ASan: no faults injected, the watchdog checked alone"
+        cg_create "/$id/late" "$all_cpus"
+        start_workload late
+        wait_for 10 placed late || fail "faults: /$id/late on $(cpus_of late), never placed"
+else
+        touch "$malloc_fault"
+        wait_for 10 grep -q "A round failed" "$log" || fail "faults: no failed round logged with allocations failing"
+        # A round under way when the file appeared may still complete: count from a round later.
+        sleep 0.3
+        before=$(watchdogs)
+        # The group made now is found once allocations work again.
+        cg_create "/$id/late" "$all_cpus"
+        start_workload late
+        sleep 1.2 # three WATCHDOG_USEC/2: none of them may see a WATCHDOG=1
+        after=$(watchdogs)
+        ((after == before)) || fail "faults: WATCHDOG=1 sent ($before -> $after) while rounds fail"
+        alive || fail "faults: peltd died with allocations failing"
+        rm -f "$malloc_fault"
+        if wait_for 10 grep -q "Rounds complete again, after [0-9]* failed" "$log" && alive; then
+                pass "faults: rounds failed while allocations did (one line, no WATCHDOG=1), then complete again"
+        else
+                fail "faults: rounds did not recover after allocations work again"
+        fi
+        [[ $(grep -c "A round failed" "$log") == 1 ]] || fail "faults: the failed rounds logged more than once"
+        wait_for 10 bash -c "(( \$(grep -c ' WATCHDOG=1\$' $notes) > $after ))" || fail "faults: WATCHDOG=1 not sent again"
+        if wait_for 10 placed late; then
+                pass "faults: a group made while allocations failed placed afterwards (CPU $(cpus_of late))"
+        else
+                fail "faults: /$id/late on $(cpus_of late), never placed after the allocation failures"
+        fi
+fi
+
+# One failed re-arm of a round timer: the other timer arms it again, rounds go on.
+if ((!asan)); then
+        touch "$timer_fault"
+        wait_for 5 bash -c "[[ ! -e $timer_fault ]]" || fail "faults: the timer fault was never hit"
+        if wait_for 5 grep -q "Failed to re-arm a round timer" "$log" && wait_for 5 grep -q "A round timer is armed again" "$log"; then
+                pass "faults: a timer that failed to re-arm is armed again by the other"
+        else
+                fail "faults: a failed timer re-arm was not logged and recovered"
+        fi
+fi
+stop_workload again
+cg_remove "/$id/again"
+cg_create "/$id/again" "$all_cpus"
+start_workload again
+wait_for 10 placed again || fail "faults: after the failed re-arm, a group made again is not placed"
+alive || fail "faults: peltd died"
+stop_daemon TERM
+restored=1
+for g in early again late .hidden; do
+        [[ $(cpus_of "$g") == "$all_cpus" ]] || restored=0
+done
+if [[ $daemon_status -eq 0 && $restored -eq 1 && ! -e $state ]]; then
+        pass "faults: SIGTERM: exit 0, every group back on $all_cpus"
+else
+        fail "faults: SIGTERM: exit $daemon_status; early $(cpus_of early), again $(cpus_of again), late $(cpus_of late), .hidden $(cpus_of .hidden)"
+fi
 
 if ((failures)); then
         echo "$failures check(s) failed"
