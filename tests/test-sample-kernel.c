@@ -655,8 +655,11 @@ static void *waiting_thread(void *arg) {
         return NULL;
 }
 
+/* The child's private /proc mount point: unmounted and removed by the child when it is done. */
+static char pid_reuse_dir[] = "/tmp/peltd-test-proc-XXXXXX";
+
 static int pid_reuse_child(void) {
-        char dir[] = "/tmp/peltd-test-proc-XXXXXX", path[128];
+        char *dir = pid_reuse_dir, path[128];
         _cleanup_rootdir_ RootDir *proc = NULL;
         _cleanup_proc_sampler_ ProcSampler *s = NULL;
         pthread_t t;
@@ -747,7 +750,15 @@ static void test_pid_reuse(_unused_ void **state) {
                 if (inner < 0)
                         _exit(3);
                 if (inner == 0)
-                        _exit(pid_reuse_child());
+                {
+                        int k = pid_reuse_child();
+
+                        if (pid_reuse_dir[sizeof pid_reuse_dir - 2] != 'X') {
+                                (void) umount2(pid_reuse_dir, MNT_DETACH);
+                                (void) rmdir(pid_reuse_dir);
+                        }
+                        _exit(k);
+                }
                 if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
                         _exit(4);
                 _exit(WEXITSTATUS(status));
