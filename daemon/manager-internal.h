@@ -28,6 +28,7 @@
 #include "peltd/policy.h"
 #include "peltd/rootdir.h"
 #include "peltd/sampling.h"
+#include "peltd/subtree-lock.h"
 #include "peltd/time-util.h"
 #include "peltd/topology.h"
 
@@ -84,6 +85,7 @@ struct Manager {
 
         Originals *originals;
         int lock_fd;
+        SubtreeLock *subtree_lock;   /* NULL in a dry run */
         int record_error;            /* the state file could not take an original: said once until it can */
 
         Sampling *sampling;

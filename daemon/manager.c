@@ -19,6 +19,7 @@
 #include "peltd/manager.h"
 #include "peltd/originals.h"
 #include "peltd/policy.h"
+#include "peltd/subtree-lock.h"
 #include "peltd/sampling.h"
 #include "peltd/topology.h"
 
@@ -36,6 +37,7 @@ Manager *manager_free(Manager *m) {
                 managed_group_done(&m->groups[i]);
         free(m->groups);
         originals_free(m->originals);
+        subtree_lock_free(m->subtree_lock);
         if (m->lock_fd >= 0)
                 close(m->lock_fd);
         sd_bus_flush_close_unref(m->access.bus);
@@ -255,6 +257,13 @@ static int manager_round(Manager *m, bool task_round) {
         if (topology_online_changed(m->topology, m->sysfs) > 0)
                 (void) refresh_topology(m);
 
+        /* CgroupRoot made (again) since the last task round: its new directory is locked before it is managed. */
+        if (task_round && m->subtree_lock && subtree_lock_refresh(m->subtree_lock) == -EBUSY) {
+                log_error("Stopping: another peltd took CgroupRoot=%s.", m->config->cgroup_root);
+                (void) sd_event_exit(m->event, 1);
+                return 0;
+        }
+
         r = note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round));
         if (r != 0)
                 return r < 0 ? r : 0;
@@ -404,6 +413,14 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
                 c->state_file = keep;
         }
 
+        if (m->subtree_lock && !streq(c->cgroup_root, m->config->cgroup_root) &&
+            subtree_lock_set_root(m->subtree_lock, c->cgroup_root) < 0) {
+                log_error("Reloading the configuration failed; keeping the old settings (CgroupRoot=%s).", m->config->cgroup_root);
+                (void) sd_notify(false, "READY=1");
+                manager_notify_status(m);
+                return 0;
+        }
+
         old = m->config;
         m->config = TAKE_PTR(c);
         sampling_set_config(m->sampling, m->config);
@@ -486,6 +503,12 @@ int manager_new(const Args *args, Manager **ret) {
         r = state_open(m->config->state_file, true, &m->lock_fd, &m->originals);
         if (r < 0)
                 return r;
+        /* One daemon per subtree, whatever its StateFile= (a dry run writes nothing: it locks nothing). */
+        if (!m->dry_run) {
+                r = subtree_lock(m->fs, m->config->cgroup_root, &m->subtree_lock);
+                if (r < 0)
+                        return r; /* logged */
+        }
 
         /* A state file at start: the last run did not finish. Put everything back, then start afresh. */
         if (m->originals->n_entries > 0) {
@@ -568,7 +591,8 @@ int manager_run(Manager *m) {
         if (r < 0) {
                 log_error_errno(r, "Event loop failed: %m");
                 exit_code = 1;
-        }
+        } else
+                exit_code = r; /* sd_event_exit()'s code: 0, or 1 when another daemon took the subtree */
 
         /* Put everything back, whatever stopped us. */
         r = manager_restore_all(m, "stopping");

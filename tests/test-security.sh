@@ -147,5 +147,77 @@ refused "$conf" "is a device"
 rm -f "$conf"
 mv "$conf.real" "$conf"
 
+# 4. One daemon per subtree, whatever its StateFile=: the same root, one inside it and one above it
+# exit 1 at once naming the holder; a sibling runs beside it. (Not a dry run: a dry run locks nothing.)
+cg_create "/$id/a/in" "$all_cpus"
+cg_create "/$id/b" "$all_cpus"
+daemon_conf() { # NAME ROOT: a config with its own state file
+        mkdir -p "$tmp/$1"
+        printf '[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
+                "$2" "$tmp/$1" > "$tmp/$1.conf"
+}
+daemon_conf first "/$id/a"
+"$peltd" --config "$tmp/first.conf" > "$tmp/first.out" 2>&1 &
+pids+=($!)
+first=${pids[-1]}
+wait_for 10 grep -q "peltd running" "$tmp/first.out" || fail "the first daemon did not start: $(cat "$tmp/first.out")"
+for root in "/$id/a" "/$id/a/in" "/$id"; do
+        daemon_conf second "$root"
+        timeout 20 "$peltd" --config "$tmp/second.conf" > "$tmp/second.out" 2>&1
+        rc=$?
+        if ((rc == 1)) && grep -q "is locked by pid $first: another peltd manages a cgroup subtree that overlaps CgroupRoot=$root" "$tmp/second.out" &&
+                ! grep -q "peltd running" "$tmp/second.out"; then
+                pass "a second daemon at CgroupRoot=$root (another StateFile) exits 1, naming pid $first"
+        else
+                fail "a second daemon at CgroupRoot=$root: exit $rc: $(cat "$tmp/second.out")"
+        fi
+        [[ -e $tmp/second/originals ]] && fail "the refused daemon at $root wrote its state file"
+done
+daemon_conf sibling "/$id/b"
+"$peltd" --config "$tmp/sibling.conf" > "$tmp/sibling.out" 2>&1 &
+pids+=($!)
+if wait_for 10 grep -q "peltd running" "$tmp/sibling.out"; then
+        pass "a daemon on a sibling subtree runs beside it"
+else
+        fail "a daemon on a sibling subtree: $(cat "$tmp/sibling.out")"
+fi
+kill -TERM "${pids[-1]}"
+wait "${pids[-1]}" || fail "the sibling daemon exited $? at SIGTERM: $(cat "$tmp/sibling.out")"
+unset 'pids[-1]'
+kill -TERM "$first"
+wait "$first" || fail "the first daemon exited $? at SIGTERM: $(cat "$tmp/first.out")"
+unset 'pids[-1]'
+
+# CgroupRoot removed and made again while a daemon runs: a daemon started then may lock the new
+# directory before the first one's next task round; then the first stops (exit 1), saying why.
+# Never both.
+cg_create "/$id/c" "$all_cpus"
+daemon_conf first "/$id/c"
+"$peltd" --config "$tmp/first.conf" > "$tmp/first.out" 2>&1 &
+pids+=($!)
+first=${pids[-1]}
+wait_for 10 grep -q "peltd running" "$tmp/first.out" || fail "the daemon at /$id/c did not start: $(cat "$tmp/first.out")"
+cg_remove "/$id/c"
+cg_create "/$id/c" "$all_cpus"
+daemon_conf second "/$id/c"
+"$peltd" --config "$tmp/second.conf" > "$tmp/second.out" 2>&1 &
+pids+=($!)
+second=${pids[-1]}
+sleep 1.5
+alive=0
+kill -0 "$first" 2>/dev/null && alive=$((alive + 1))
+kill -0 "$second" 2>/dev/null && alive=$((alive + 1))
+if ((alive == 1)) && { grep -q "Stopping: another peltd took CgroupRoot=/$id/c" "$tmp/first.out" ||
+        grep -q "is locked by pid $first" "$tmp/second.out"; }; then
+        pass "CgroupRoot made again: one daemon of two keeps it ($(grep -q Stopping "$tmp/first.out" && echo the second || echo the first))"
+else
+        fail "CgroupRoot made again: $alive daemons run: first: $(cat "$tmp/first.out"); second: $(cat "$tmp/second.out")"
+fi
+for p in "$first" "$second"; do
+        kill -TERM "$p" 2>/dev/null
+        wait "$p"
+done
+pids=("${pids[@]:0:${#pids[@]}-2}")
+
 ((failures == 0)) || exit 1
 echo "all security checks passed"

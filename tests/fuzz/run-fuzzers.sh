@@ -35,6 +35,7 @@ cd "$src" || exit 1
 # Warnings are not errors here: clang warns where gcc does not, and this build is for fuzzing.
 [[ -f $dir/build.ninja ]] || CC=clang meson setup "$dir" -Dfuzzing=true -Db_sanitize=address,undefined \
         -Db_lundef=false -Dwerror=false >/dev/null || die "meson setup $dir failed"
+ninja -C "$dir" build.ninja >/dev/null || die "regenerating $dir failed" # targets added since setup
 meson compile -C "$dir" "${targets[@]/#/tests/fuzz/fuzz-}" >/dev/null ||
         { meson compile -C "$dir" "${targets[@]/#/tests/fuzz/fuzz-}"; exit 1; }
 
