@@ -953,6 +953,12 @@ void proc_sampler_reserve_fds(ProcSampler *s, size_t n) {
         s->reserved_fds = n;
 }
 
+void proc_sampler_forget_threads(ProcSampler *s) {
+        for (size_t i = 0; i < s->n_slots; i++)
+                mark_gone(s, &s->slots[i]);
+        s->need_rescan = true; /* what is there when tracking resumes */
+}
+
 int proc_sampler_round(ProcSampler *s) {
         int k;
 

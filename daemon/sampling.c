@@ -162,6 +162,19 @@ void sampling_set_config(Sampling *s, const Config *config) {
 }
 
 void sampling_set_task_tracking(Sampling *s, bool task_tracking) {
+        /*
+         * Tracking stops: every thread leaves as if it exited (004), and its fds are closed; were
+         * they kept, a thread that ends while nobody looks would hold two fds until tracking
+         * resumed. When it does, threads are found again by a scan and start afresh.
+         */
+        if (s->opts.task_tracking && !task_tracking) {
+                for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++)
+                        if (s->threads[i].tracked) {
+                                track_thread_exit(&s->threads[i].tt);
+                                s->threads[i].tracked = false;
+                        }
+                proc_sampler_forget_threads(s->procs);
+        }
         s->opts.task_tracking = task_tracking;
 }
 

@@ -111,6 +111,13 @@ size_t proc_sampler_n_threads(const ProcSampler *s);
  * files leave them free, and give some back at the next round when this grows.
  */
 void proc_sampler_reserve_fds(ProcSampler *s, size_t n);
+
+/*
+ * Every thread known is taken as gone (GONE this round, its fds closed), and the next round scans
+ * /proc afresh: for a caller that stops tracking threads, whose fds would else stay open for
+ * threads long ended.
+ */
+void proc_sampler_forget_threads(ProcSampler *s);
 /* Whether the proc connector is delivering events. */
 bool proc_sampler_netlink_active(const ProcSampler *s);
 /* Descriptors kept open, and threads whose schedstat is read with open/read/close for want of them. */
