@@ -10,6 +10,7 @@
 #include "peltd/commands.h"
 #include "peltd/config.h"
 #include "peltd/energy.h"
+#include "peltd/topology-energy.h"
 #include "peltd/json-util.h"
 #include "peltd/log.h"
 #include "peltd/pelt.h"

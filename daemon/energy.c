@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-#include <dirent.h>
-#include <limits.h>
+#include <errno.h>
+#include <stdlib.h>
 
 #include "peltd/energy.h"
 #include "peltd/parse.h"
@@ -256,9 +256,7 @@ bool energy_overutilized(const Topology *t, const double *cpu_util, const CpuMas
         return false;
 }
 
-/* ---- The kernel's Energy Model from debugfs ------------------------------------------------- */
-
-#define ENERGY_MODEL_DIR "sys/kernel/debug/energy_model"
+/* ---- The kernel's Energy Model, from plain tables ------------------------------------------- */
 
 EnergyModel *energy_model_free(EnergyModel *m) {
         if (!m)
@@ -282,115 +280,45 @@ static int compare_domains(const void *a, const void *b) {
         return cpumask_first(&x->cpus) - cpumask_first(&y->cpus);
 }
 
-/* Unreadable debugfs (not mounted, not root, no EAS) means "no model", not an error. */
-static int not_readable(int r) {
-        if (r == -ENOENT || r == -ENOTDIR || r == -EACCES || r == -EPERM)
-                return -ENOENT;
-        return r;
-}
+int energy_model_new(EnergyPerfDomain *domains, size_t n_domains, EnergyModel **ret) {
+        EnergyModel *m;
 
-static int load_domain(const RootDir *root, const char *name, EnergyPerfDomain *ret) {
-        _cleanup_free_ char *dir = NULL, *cpus = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        EnergyPerfDomain pd = {};
-        bool have_cost = true;
-        struct dirent *de;
-        int r;
+        for (size_t d = 0; d < n_domains; d++) {
+                EnergyPerfDomain *pd = &domains[d];
+                bool have_cost = true;
+                uint64_t fmax;
 
-        if (asprintf(&dir, ENERGY_MODEL_DIR "/%s", name) < 0)
-                return -ENOMEM;
-        if (asprintf(&cpus, "%s/cpus", dir) < 0)
-                return -ENOMEM;
-        r = rootdir_read_cpulist(root, cpus, &pd.cpus);
-        if (r < 0)
-                return not_readable(r);
-        if (cpumask_empty(&pd.cpus))
-                return -EINVAL;
-
-        r = rootdir_opendir(root, dir, &d);
-        if (r < 0)
-                return not_readable(r);
-        while ((de = readdir(d))) {
-                EnergyPerfState ps = {}, *n;
-                char path[PATH_MAX];
-                int cr;
-
-                if (!startswith(de->d_name, "ps:"))
+                if (cpumask_empty(&pd->cpus) || pd->n_states == 0)
+                        goto invalid;
+                for (size_t s = 0; s < pd->n_states; s++) {
+                        if (pd->states[s].frequency_khz == 0)
+                                goto invalid;
+                        have_cost = have_cost && pd->states[s].cost > 0;
+                }
+                qsort(pd->states, pd->n_states, sizeof(EnergyPerfState), compare_states);
+                if (have_cost)
                         continue;
-                snprintf(path, sizeof path, "%s/%s/frequency", dir, de->d_name);
-                r = rootdir_read_u64(root, path, &ps.frequency_khz);
-                if (r >= 0) {
-                        snprintf(path, sizeof path, "%s/%s/power", dir, de->d_name);
-                        r = rootdir_read_u64(root, path, &ps.power);
-                }
-                if (r < 0) {
-                        free(pd.states);
-                        return not_readable(r);
-                }
-                snprintf(path, sizeof path, "%s/%s/cost", dir, de->d_name);
-                cr = rootdir_read_u64(root, path, &ps.cost);
-                if (cr < 0)
-                        have_cost = false;
-                if (ps.frequency_khz == 0) {
-                        free(pd.states);
-                        return -EINVAL;
-                }
-
-                n = realloc(pd.states, sizeof(EnergyPerfState) * (pd.n_states + 1));
-                if (!n) {
-                        free(pd.states);
-                        return -ENOMEM;
-                }
-                pd.states = n;
-                pd.states[pd.n_states++] = ps;
-        }
-        if (pd.n_states == 0)
-                return -ENOENT;
-
-        qsort(pd.states, pd.n_states, sizeof(EnergyPerfState), compare_states);
-        if (!have_cost) {
                 /* Older kernels have no cost file: em_compute_costs() makes it power × fmax / f. */
-                uint64_t fmax = pd.states[pd.n_states - 1].frequency_khz;
-
-                for (size_t s = 0; s < pd.n_states; s++)
-                        pd.states[s].cost = pd.states[s].power * fmax / pd.states[s].frequency_khz;
+                fmax = pd->states[pd->n_states - 1].frequency_khz;
+                for (size_t s = 0; s < pd->n_states; s++)
+                        pd->states[s].cost = pd->states[s].power * fmax / pd->states[s].frequency_khz;
         }
-        *ret = pd;
-        return 0;
-}
-
-int energy_model_load(const RootDir *root, EnergyModel **ret) {
-        _cleanup_energy_model_ EnergyModel *m = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        struct dirent *de;
-        int r;
-
-        r = rootdir_opendir(root, ENERGY_MODEL_DIR, &d);
-        if (r < 0)
-                return not_readable(r);
-
         m = new0(EnergyModel, 1);
         if (!m)
-                return -ENOMEM;
-        while ((de = readdir(d))) {
-                EnergyPerfDomain *n;
-                unsigned id;
-
-                if (!startswith(de->d_name, "pd") || safe_atou(de->d_name + 2, &id) < 0)
-                        continue;
-                n = realloc(m->domains, sizeof(EnergyPerfDomain) * (m->n_domains + 1));
-                if (!n)
-                        return -ENOMEM;
-                m->domains = n;
-                r = load_domain(root, de->d_name, &m->domains[m->n_domains]);
-                if (r < 0)
-                        return r;
-                m->n_domains++;
-        }
-        if (m->n_domains == 0)
-                return -ENOENT;
-        qsort(m->domains, m->n_domains, sizeof(EnergyPerfDomain), compare_domains);
-
-        *ret = TAKE_PTR(m);
+                goto fail;
+        qsort(domains, n_domains, sizeof(EnergyPerfDomain), compare_domains);
+        m->domains = domains;
+        m->n_domains = n_domains;
+        *ret = m;
         return 0;
+invalid:
+        for (size_t d = 0; d < n_domains; d++)
+                free(domains[d].states);
+        free(domains);
+        return -EINVAL;
+fail:
+        for (size_t d = 0; d < n_domains; d++)
+                free(domains[d].states);
+        free(domains);
+        return -ENOMEM;
 }

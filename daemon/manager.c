@@ -14,6 +14,7 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/config.h"
 #include "peltd/energy.h"
+#include "peltd/topology-energy.h"
 #include "peltd/hotplug.h"
 #include "peltd/log.h"
 #include "peltd/manager.h"

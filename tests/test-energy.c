@@ -6,6 +6,7 @@
 #include <cmocka.h>
 
 #include "peltd/energy.h"
+#include "peltd/topology-energy.h"
 #include "peltd/macro.h"
 #include "fixture-util.h"
 #include "topo-builder.h"
@@ -192,6 +193,42 @@ static void put_state(const char *pd, unsigned khz, unsigned power, int cost) {
         }
 }
 
+/* The pure constructor: tables in any order, costs filled only where none is given. */
+static void test_model_from_tables(void **state) {
+        EnergyPerfDomain *d = new0(EnergyPerfDomain, 2);
+        EnergyModel *m = NULL;
+
+        (void) state;
+        cpumask_set(&d[0].cpus, 4);
+        d[0].states = new0(EnergyPerfState, 2);
+        d[0].states[0] = (EnergyPerfState){ .frequency_khz = 2000000, .power = 1000, .cost = 7 };
+        d[0].states[1] = (EnergyPerfState){ .frequency_khz = 1000000, .power = 300, .cost = 5 };
+        d[0].n_states = 2;
+        cpumask_set(&d[1].cpus, 0);
+        d[1].states = new0(EnergyPerfState, 2);
+        d[1].states[0] = (EnergyPerfState){ .frequency_khz = 1000000, .power = 100 };
+        d[1].states[1] = (EnergyPerfState){ .frequency_khz = 500000, .power = 50 };
+        d[1].n_states = 2;
+        assert_int_equal(energy_model_new(d, 2, &m), 0);
+        assert_int_equal(cpumask_first(&m->domains[0].cpus), 0);
+        assert_int_equal(m->domains[0].states[0].frequency_khz, 500000);
+        assert_int_equal(m->domains[0].states[0].cost, 100); /* 50 × 1 GHz / 500 MHz */
+        assert_int_equal(m->domains[0].states[1].cost, 100);
+        assert_int_equal(m->domains[1].states[0].cost, 5); /* given: kept */
+        assert_int_equal(m->domains[1].states[1].cost, 7);
+        energy_model_free(m);
+
+        /* A state at 0 kHz, or a domain with no states: refused, the tables freed (ASan says). */
+        d = new0(EnergyPerfDomain, 1);
+        cpumask_set(&d[0].cpus, 0);
+        d[0].states = new0(EnergyPerfState, 1);
+        d[0].n_states = 1;
+        assert_int_equal(energy_model_new(d, 1, &m), -EINVAL);
+        d = new0(EnergyPerfDomain, 1);
+        cpumask_set(&d[0].cpus, 0);
+        assert_int_equal(energy_model_new(d, 1, &m), -EINVAL);
+}
+
 static void test_kernel_model(void **state) {
         _unused_ void *s = state;
         _cleanup_rootdir_ RootDir *root = NULL;
@@ -265,6 +302,7 @@ int main(void) {
                 cmocka_unit_test(test_builtin_asymmetric_constants),
                 cmocka_unit_test(test_builtin_middle_class_interpolated),
                 cmocka_unit_test(test_overutilized),
+                cmocka_unit_test(test_model_from_tables),
                 cmocka_unit_test(test_kernel_model),
         };
 

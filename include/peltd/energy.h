@@ -7,7 +7,6 @@
 
 #include "peltd/cpumask.h"
 #include "peltd/macro.h"
-#include "peltd/rootdir.h"
 #include "peltd/topology.h"
 
 /*
@@ -20,7 +19,7 @@
  * the kernel's. Only ratios between placements on one machine mean anything.
  *
  * Util is in 1/1024 of a CPU of capacity 1024. Per-CPU arrays are indexed like Topology.cpus.
- * Everything but energy_model_load() is pure.
+ * All of it is pure; the kernel's model is read by topology-energy.h.
  */
 
 /* One performance state of a kernel Energy Model domain (debugfs ps:FREQ/). */
@@ -43,13 +42,12 @@ typedef struct EnergyModel {
 } EnergyModel;
 
 /*
- * Reads sys/kernel/debug/energy_model/pd* under root: each domain's cpus and its ps:* states
- * (frequency, power, cost; cost computed as the kernel does where the file is missing).
- * Returns -ENOENT when there is no readable model (no debugfs, no domains, or a domain without
- * states): the caller then uses the built-in model. Other errors: -ENOMEM, -EINVAL for files that
- * do not parse. Never logs.
+ * A model from plain tables (topology-energy.c reads them from debugfs; tests build them): takes
+ * the array and every domain's states, also on failure. States are sorted by frequency and domains
+ * by first CPU; a domain whose states all have cost 0 gets the kernel's cost, power × max frequency
+ * / frequency. -EINVAL for a domain without CPUs or states or with a state at frequency 0.
  */
-int energy_model_load(const RootDir *root, EnergyModel **ret);
+int energy_model_new(EnergyPerfDomain *domains, size_t n_domains, EnergyModel **ret);
 EnergyModel *energy_model_free(EnergyModel *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EnergyModel *, energy_model_free);
 #define _cleanup_energy_model_ _cleanup_(energy_model_freep)
