@@ -80,8 +80,14 @@ static int open_beneath_walk(int dirfd, const char *path, int flags) {
                         return fd < 0 ? negative_errno() : fd;
                 }
                 fd = openat(at, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (fd < 0)
+                if (fd < 0) {
+                        struct stat st;
+
+                        /* O_DIRECTORY|O_NOFOLLOW says ENOTDIR for a link: -ELOOP, as openat2 says. */
+                        if (errno == ENOTDIR && fstatat(at, part, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
+                                return -ELOOP;
                         return negative_errno();
+                }
                 if (cur >= 0)
                         close(cur);
                 at = cur = fd;

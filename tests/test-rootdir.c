@@ -10,6 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cmocka.h>
+#include <linux/filter.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
@@ -40,26 +46,36 @@ static char *get(const char *rel) {
         return s;
 }
 
-static void test_writes_stay_beneath(_unused_ void **state) {
+/* The checks, in tmpdir/BASE: BASE/root is the "hierarchy", BASE/outside what a forged path or a link aims at. */
+static void check_writes_stay_beneath(const char *base) {
         _cleanup_rootdir_ RootDir *root = NULL;
         char p[512], q[512];
 
-        /* root/ is the "hierarchy"; outside/ is what a forged path or a planted link aims at. */
-        snprintf(p, sizeof p, "%s/root/g", tmpdir);
-        assert_int_equal(mkdir(p, 0755) == 0 || errno == EEXIST, 1);
-        snprintf(p, sizeof p, "%s/outside", tmpdir);
+        snprintf(p, sizeof p, "%s/%s", tmpdir, base);
         assert_int_equal(mkdir(p, 0755), 0);
-        put("root/g/cpuset.cpus", "0-1\n");
-        put("outside/cpuset.cpus", "untouched\n");
-        put("outside/file", "untouched\n");
+        snprintf(p, sizeof p, "%s/%s/root", tmpdir, base);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof p, "%s/%s/root/g", tmpdir, base);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof p, "%s/%s/outside", tmpdir, base);
+        assert_int_equal(mkdir(p, 0755), 0);
+        snprintf(p, sizeof p, "%s/root/g/cpuset.cpus", base);
+        put(p, "0-1\n");
+        snprintf(p, sizeof p, "%s/outside/cpuset.cpus", base);
+        put(p, "untouched\n");
+        snprintf(p, sizeof p, "%s/outside/file", base);
+        put(p, "untouched\n");
 
-        snprintf(p, sizeof p, "%s/root", tmpdir);
+        snprintf(p, sizeof p, "%s/%s/root", tmpdir, base);
         assert_int_equal(rootdir_open(p, &root), 0);
 
         /* An ordinary write. */
         assert_int_equal(rootdir_write_string(root, "/g/cpuset.cpus", "0"), 0);
         {
-                _cleanup_free_ char *x = get("root/g/cpuset.cpus");
+                _cleanup_free_ char *x = NULL;
+
+                snprintf(p, sizeof p, "%s/root/g/cpuset.cpus", base);
+                x = get(p);
 
                 assert_string_equal(x, "0");
         }
@@ -67,34 +83,74 @@ static void test_writes_stay_beneath(_unused_ void **state) {
         /* ".." out of the root. */
         assert_true(rootdir_write_string(root, "/../outside/cpuset.cpus", "0") < 0);
         /* A symlinked group directory, and a symlinked file. */
-        snprintf(p, sizeof p, "%s/outside", tmpdir);
-        snprintf(q, sizeof q, "%s/root/linked", tmpdir);
+        snprintf(p, sizeof p, "%s/%s/outside", tmpdir, base);
+        snprintf(q, sizeof q, "%s/%s/root/linked", tmpdir, base);
         assert_int_equal(symlink(p, q), 0);
         assert_int_equal(rootdir_write_string(root, "/linked/cpuset.cpus", "0"), -ELOOP);
-        snprintf(p, sizeof p, "%s/outside/file", tmpdir);
-        snprintf(q, sizeof q, "%s/root/g/cpu.shares", tmpdir);
+        snprintf(p, sizeof p, "%s/%s/outside/file", tmpdir, base);
+        snprintf(q, sizeof q, "%s/%s/root/g/cpu.shares", tmpdir, base);
         assert_int_equal(symlink(p, q), 0);
         assert_int_equal(rootdir_write_string(root, "/g/cpu.shares", "2"), -ELOOP);
         /* An absolute link (a "magic" one under /proc behaves the same). */
-        snprintf(q, sizeof q, "%s/root/abs", tmpdir);
+        snprintf(q, sizeof q, "%s/%s/root/abs", tmpdir, base);
         assert_int_equal(symlink("/tmp", q), 0);
         assert_true(rootdir_write_string(root, "/abs/x", "0") < 0);
 
         {
-                _cleanup_free_ char *a = get("outside/cpuset.cpus"), *b = get("outside/file");
+                _cleanup_free_ char *a = NULL, *b = NULL;
+
+                snprintf(p, sizeof p, "%s/outside/cpuset.cpus", base);
+                a = get(p);
+                snprintf(p, sizeof p, "%s/outside/file", base);
+                b = get(p);
 
                 assert_string_equal(a, "untouched\n");
                 assert_string_equal(b, "untouched\n");
         }
 }
 
-static int setup(_unused_ void **state) {
-        char p[512];
+static void test_writes_stay_beneath(_unused_ void **state) {
+        check_writes_stay_beneath("openat2");
+}
 
+/*
+ * Where openat2() is refused (a kernel before 5.6, a seccomp filter that does not know it): the
+ * walk one component at a time, O_NOFOLLOW, holds to the same rules. A child with a filter that
+ * answers openat2 with ENOSYS runs the same checks; its exit status says whether they held.
+ */
+static void test_writes_stay_beneath_without_openat2(_unused_ void **state) {
+        int status;
+        pid_t pid = fork();
+
+        assert_true(pid >= 0);
+        if (pid == 0) {
+                struct sock_filter filter[] = {
+                        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+                        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_openat2, 0, 1),
+                        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+                        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+                };
+                struct sock_fprog prog = { .len = ELEMENTSOF(filter), .filter = filter };
+                struct open_how how = { .flags = O_RDONLY };
+
+                if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) < 0)
+                        _exit(2);
+                /* The filter is there: openat2 itself is refused now. */
+                if (syscall(SYS_openat2, AT_FDCWD, "/", &how, sizeof how) >= 0 || errno != ENOSYS)
+                        _exit(3);
+                /* A failed check longjmps to cmocka's handler, which is the parent's: exit 1 then. */
+                check_writes_stay_beneath("walk");
+                _exit(0);
+        }
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+static int setup(_unused_ void **state) {
         if (!mkdtemp(tmpdir))
                 return -1;
-        snprintf(p, sizeof p, "%s/root", tmpdir);
-        return mkdir(p, 0755);
+        return 0;
 }
 
 static int teardown(_unused_ void **state) {
@@ -107,6 +163,7 @@ static int teardown(_unused_ void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_writes_stay_beneath),
+                cmocka_unit_test(test_writes_stay_beneath_without_openat2),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);
