@@ -117,6 +117,7 @@ while ((SECONDS < end)) && alive; do
                 echo $! > "$tmp/$g.pid"
                 bg_pids+=($!)
                 cg_attach "/$id/$g" "$!" 2>/dev/null
+                disown "$!" # killed with its group, without a "Killed" line from the shell
         fi
         n=$((n + 1))
         if ((n % 6 == 0)); then
