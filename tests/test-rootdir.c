@@ -13,6 +13,7 @@
 
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
+#include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-rootdir-XXXXXX";
 
@@ -91,7 +92,7 @@ static void test_writes_stay_beneath(_unused_ void **state) {
 static int setup(_unused_ void **state) {
         char p[512];
 
-        if (!mkdtemp(tmpdir))
+        if (!test_mkdtemp(tmpdir))
                 return -1;
         snprintf(p, sizeof p, "%s/root", tmpdir);
         return mkdir(p, 0755);
