@@ -77,3 +77,19 @@ cg_remove() {
         done
         return 0
 }
+
+# cg_guard GROUP DIR: once this shell is gone, also by SIGKILL, removes GROUP in every hierarchy and
+# DIR. meson's timeout sends SIGTERM to the test's whole process group and SIGKILL half a second
+# later, before a cleanup that waits for groups to empty is done: the guard is in a session of its
+# own, out of reach of both. It holds nothing open the test's runner or other tests wait on (the
+# output, the machine lock).
+cg_guard() {
+        (
+                [[ -z ${machine_lock_fd:-} ]] || exec {machine_lock_fd}>&-
+                exec setsid bash -c "$(declare -f cg_remove)"'
+                        hier=("${@:4}")
+                        while kill -0 "$1" 2>/dev/null; do sleep 0.2; done
+                        cg_remove "$2"
+                        rm -rf "$3"' cg-guard "$$" "$1" "$2" "${hier[@]}"
+        ) </dev/null >/dev/null 2>&1 &
+}

@@ -14,6 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test-cleanup.h"
+
 static inline void fx_sh(const char *fmt, ...) {
         char cmd[2048];
         va_list ap;
@@ -31,7 +33,7 @@ static inline void fx_sh(const char *fmt, ...) {
 /* Copies FIXTURES/name into a new scratch directory; returns its path (free it with fx_remove). */
 static inline char *fx_copy(const char *name) {
         char tmpl[] = "/tmp/peltd-fixture-XXXXXX";
-        char *dir = mkdtemp(tmpl), *ret;
+        char *dir = test_mkdtemp(tmpl), *ret;
 
         if (!dir)
                 abort();

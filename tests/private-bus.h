@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "test-cleanup.h"
+
 typedef struct PrivateBus {
         char dir[64];
         char address[256];
@@ -24,7 +26,7 @@ static inline int private_bus_start(PrivateBus *b) {
         FILE *f;
 
         strcpy(b->dir, "/tmp/peltd-test-bus-XXXXXX");
-        if (!mkdtemp(b->dir))
+        if (!test_mkdtemp(b->dir))
                 return -1;
         snprintf(conf, sizeof conf, "%s/bus.conf", b->dir);
         snprintf(sock, sizeof sock, "%s/bus", b->dir);

@@ -16,6 +16,7 @@
 #include "peltd/apply-cgroup.h"
 #include "peltd/macro.h"
 #include "../daemon/manager-internal.h"
+#include "test-cleanup.h"
 
 typedef struct SimGroup {
         const char *path;
@@ -602,7 +603,7 @@ static void test_restore_v2_inherit(_unused_ void **state) {
 }
 
 static int setup(_unused_ void **state) {
-        if (!mkdtemp(tmpdir))
+        if (!test_mkdtemp(tmpdir))
                 return -1;
         snprintf(statepath, sizeof statepath, "%s/originals", tmpdir);
         return 0;

@@ -16,6 +16,7 @@
 #include "peltd/rootdir.h"
 #include "fixture-util.h"
 #include "../daemon/manager-internal.h"
+#include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-apply-fixture-XXXXXX";
 static char statepath[300];
@@ -123,9 +124,15 @@ static void test_child_cpuset_is_not_pinning(_unused_ void **state) {
 }
 
 static int setup(_unused_ void **state) {
-        if (!mkdtemp(tmpdir))
+        if (!test_mkdtemp(tmpdir))
                 return -1;
         snprintf(statepath, sizeof statepath, "%s-state/originals", tmpdir);
+        {
+                char dir[sizeof tmpdir + 6];
+
+                snprintf(dir, sizeof dir, "%s-state", tmpdir);
+                test_cleanup_path(dir);
+        }
         return 0;
 }
 

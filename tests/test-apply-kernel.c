@@ -19,6 +19,7 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
+#include "test-cleanup.h"
 
 #define CPUSET_MOUNT "/sys/fs/cgroup/cpuset"
 #define CPU_MOUNT "/sys/fs/cgroup/cpu"
@@ -95,6 +96,28 @@ static int setup(_unused_ void **state) {
         snprintf(base, sizeof base, "/peltd-test-%d", (int) getpid());
         snprintf(statepath, sizeof statepath, "/tmp/peltd-test-apply-kernel-%d/originals", (int) getpid());
         atexit(cleanup_tree);
+        /* Also when killed: the state file's directory, and the groups below as make_tree() and
+         * test_v2_place_restore() make them, parents first (removed last). */
+        {
+                char dir[sizeof statepath];
+
+                snprintf(dir, sizeof dir, "%s", statepath);
+                *strrchr(dir, '/') = 0;
+                test_cleanup_path(dir);
+        }
+        for (size_t i = 0; i < (v2 ? 1 : 2); i++) {
+                const char *mnt = v2 ? UNIFIED_MOUNT : i == 0 ? CPUSET_MOUNT : CPU_MOUNT;
+                char p[160];
+
+                snprintf(p, sizeof p, "%s%s", mnt, base);
+                test_cleanup_cgroup(p);
+                snprintf(p, sizeof p, "%s%s/g", mnt, base);
+                test_cleanup_cgroup(p);
+                snprintf(p, sizeof p, "%s%s/g/c", mnt, base);
+                test_cleanup_cgroup(p);
+                snprintf(p, sizeof p, "%s%s/h", mnt, base);
+                test_cleanup_cgroup(p);
+        }
 
         if ((v2 ? cgroup_fs_open_v2(UNIFIED_MOUNT, &fs) : cgroup_fs_open_v1(CPU_MOUNT, NULL, CPUSET_MOUNT, &fs)) < 0)
                 return -1;

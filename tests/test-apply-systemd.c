@@ -14,6 +14,7 @@
 #include "peltd/macro.h"
 #include "fixture-util.h"
 #include "private-bus.h"
+#include "test-cleanup.h"
 
 static PrivateBus pbus;
 static pid_t fake_pid;
@@ -148,7 +149,7 @@ static void test_io_reset_empties_cpuset(_unused_ void **state) {
         CgroupAccess access;
         CgroupIO io;
 
-        assert_non_null(mkdtemp(dir));
+        assert_non_null(test_mkdtemp(dir));
         snprintf(file, sizeof file, "%s/system.slice/web.service", dir);
         snprintf(cmd, sizeof cmd, "mkdir -p %s", file);
         assert_int_equal(system(cmd), 0);

@@ -12,6 +12,7 @@
 #include "peltd/ini.h"
 #include "peltd/macro.h"
 #include "peltd/parse.h"
+#include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-config-XXXXXX";
 
@@ -393,7 +394,7 @@ static void test_untrusted_config_files(_unused_ void **state) {
 }
 
 static int setup(_unused_ void **state) {
-        return mkdtemp(tmpdir) ? 0 : -1;
+        return test_mkdtemp(tmpdir) ? 0 : -1;
 }
 
 static int teardown(_unused_ void **state) {

@@ -27,6 +27,7 @@ declare -A workload_pid=()
 failures=0
 
 cg_detect
+cg_guard "/$id" "$tmp"
 all_cpus=$(cat /sys/devices/system/cpu/online)
 
 stop_daemon() {

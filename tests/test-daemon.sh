@@ -23,6 +23,7 @@ took_cpu1_offline=0
 failures=0
 
 cg_detect
+cg_guard "/$id" "$tmp"
 shares_file=cpu.shares
 [[ $mode == v2 ]] && shares_file=cpu.weight
 all_cpus=$(cat /sys/devices/system/cpu/online)

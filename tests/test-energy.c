@@ -10,6 +10,7 @@
 #include "peltd/macro.h"
 #include "fixture-util.h"
 #include "topo-builder.h"
+#include "test-cleanup.h"
 
 #define assert_close(a, b) assert_true(absdiff((double) (a), (double) (b)) < 1e-6)
 
@@ -236,7 +237,7 @@ static void test_kernel_model(void **state) {
         Topology *t = build_big_little(512, 1024);
         _cleanup_free_ double *u = NULL;
 
-        assert_non_null(mkdtemp(tmpdir));
+        assert_non_null(test_mkdtemp(tmpdir));
         assert_int_equal(rootdir_open(tmpdir, &root), 0);
         assert_int_equal(energy_model_load(root, &m), -ENOENT);
 

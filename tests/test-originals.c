@@ -12,6 +12,7 @@
 
 #include "peltd/macro.h"
 #include "peltd/originals.h"
+#include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-originals-XXXXXX";
 static char path[300];
@@ -274,7 +275,7 @@ static void test_parse_exact_buffer(_unused_ void **state) {
 }
 
 static int setup(_unused_ void **state) {
-        if (!mkdtemp(tmpdir))
+        if (!test_mkdtemp(tmpdir))
                 return -1;
         /* A directory that does not exist yet: the lock and the save create it. */
         snprintf(path, sizeof path, "%s/run/peltd/originals", tmpdir);

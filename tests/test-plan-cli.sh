@@ -8,6 +8,7 @@ PELTD=$1
 FIXTURES=$2
 TMP=$(mktemp -d /tmp/peltd-test-plan-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
+trap 'exit 1' INT TERM HUP
 failures=0
 passes=0
 

@@ -8,6 +8,7 @@ peltd=$1
 fixtures=$2
 tmp=$(mktemp -d /tmp/peltd-print-XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 1' INT TERM HUP
 failed=0
 
 fail() {

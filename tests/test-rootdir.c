@@ -19,6 +19,7 @@
 
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
+#include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-rootdir-XXXXXX";
 
@@ -148,7 +149,7 @@ static void test_writes_stay_beneath_without_openat2(_unused_ void **state) {
 }
 
 static int setup(_unused_ void **state) {
-        if (!mkdtemp(tmpdir))
+        if (!test_mkdtemp(tmpdir))
                 return -1;
         return 0;
 }

@@ -32,6 +32,7 @@
 #include "peltd/sample-proc.h"
 #include "peltd/parse.h"
 #include "peltd/sampling.h"
+#include "test-cleanup.h"
 
 /*
  * Generous: peltd's final value (PELT remembers the last ~100 ms) is compared with the kernel's
@@ -98,12 +99,26 @@ static pid_t worker(const char *g, double period_ms, double share, int nice) {
         return pid;
 }
 
+/* Also when killed: group (made by bench_cgroup_create()) removed in every hierarchy, children first. */
+static void cleanup_cgroup_at_exit(const char *group) {
+        const char *h[3];
+        int n = bench_hierarchies(h);
+
+        for (int i = 0; i < n; i++) {
+                char path[512];
+
+                snprintf(path, sizeof path, "%s%s", h[i], group);
+                test_cleanup_cgroup(path);
+        }
+}
+
 /* Each test gets its own subtree: /peltd-test-PID-N. */
 static int setup(_unused_ void **state) {
         static unsigned n = 0;
 
         snprintf(top, sizeof top, "/peltd-test-%d-%u", (int) getpid(), n++);
         bench_cgroup_create(top);
+        cleanup_cgroup_at_exit(top);
         /* The machine's other work (builds, other engineers' programs) must not come and go in the workers' CPU time. */
         bench_cgroup_max_weight(top);
         for (const char *g = "a"; g; g = strcmp(g, "a") == 0 ? "b" : NULL) {
@@ -111,6 +126,7 @@ static int setup(_unused_ void **state) {
 
                 snprintf(path, sizeof path, "%s/%s", top, g);
                 bench_cgroup_create(path);
+                cleanup_cgroup_at_exit(path);
         }
         return 0;
 }
@@ -229,6 +245,7 @@ static void test_once_against_kernel(_unused_ void **state) {
         snprintf(conf, sizeof conf, "/tmp/peltd-test-kernel-XXXXXX");
         fd = mkstemp(conf);
         assert_true(fd >= 0);
+        test_cleanup_path(conf);
         f = fdopen(fd, "w");
         fprintf(f, "[Daemon]\nCgroupRoot=%s\n", top);
         fclose(f);
@@ -655,7 +672,8 @@ static void *waiting_thread(void *arg) {
         return NULL;
 }
 
-/* The child's private /proc mount point: unmounted and removed by the child when it is done. */
+/* The child's private /proc mount point, made (and removed at exit) by the test: the mount lives
+ * only in the child's mount namespace, which the child unmounts and removes when it is done. */
 static char pid_reuse_dir[] = "/tmp/peltd-test-proc-XXXXXX";
 
 static int pid_reuse_child(void) {
@@ -669,7 +687,7 @@ static int pid_reuse_child(void) {
         uint64_t old_start;
 
         /* PID 1 of the new namespace: its own /proc, mounted privately. */
-        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || !mkdtemp(dir) || mount("proc", dir, "proc", 0, NULL) < 0)
+        if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount("proc", dir, "proc", 0, NULL) < 0)
                 return 10;
         if (rootdir_open(dir, &proc) < 0 || proc_sampler_new(proc, &(ProcSamplerOptions){ .process_clocks = true }, &s) < 0)
                 return 11;
@@ -738,6 +756,7 @@ static void test_pid_reuse(_unused_ void **state) {
         pid_t pid;
         int status;
 
+        assert_non_null(test_mkdtemp(pid_reuse_dir));
         /* A child enters the new namespaces (this process stays where it is), its child is PID 1 there. */
         pid = fork();
         assert_true(pid >= 0);
@@ -753,10 +772,8 @@ static void test_pid_reuse(_unused_ void **state) {
                 {
                         int k = pid_reuse_child();
 
-                        if (pid_reuse_dir[sizeof pid_reuse_dir - 2] != 'X') {
-                                (void) umount2(pid_reuse_dir, MNT_DETACH);
-                                (void) rmdir(pid_reuse_dir);
-                        }
+                        (void) umount2(pid_reuse_dir, MNT_DETACH);
+                        (void) rmdir(pid_reuse_dir);
                         _exit(k);
                 }
                 if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))

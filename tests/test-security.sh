@@ -36,6 +36,7 @@ fail() {
 }
 
 cg_detect
+cg_guard "/$id" "$tmp"
 [[ $mode == v1 ]] || { echo "this test writes v1 paths; the v2 checks are the unit tests'"; exit 77; }
 all_cpus=$(cat /sys/devices/system/cpu/online)
 first_cpu=${all_cpus%%[-,]*}

@@ -20,6 +20,7 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
 #include "peltd/subtree-lock.h"
+#include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-subtree-lock-XXXXXX";
 static char cpu[256], cpuset[256];
@@ -61,7 +62,7 @@ static int try_lock(const char *root) {
 
 static int setup(void **state) {
         (void) state;
-        if (!mkdtemp(tmpdir))
+        if (!test_mkdtemp(tmpdir))
                 return -1;
         snprintf(cpu, sizeof cpu, "%s/cpu", tmpdir);
         snprintf(cpuset, sizeof cpuset, "%s/cpuset", tmpdir);

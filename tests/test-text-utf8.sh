@@ -43,6 +43,7 @@ utf8() {
 }
 
 cg_detect
+cg_guard "/$id" "$tmp"
 all_cpus=$(cat /sys/devices/system/cpu/online)
 
 # The raw names and what peltd must write for them (the backslashes are characters).

@@ -22,6 +22,7 @@
 
 #include "peltd/macro.h"
 #include "peltd/topology.h"
+#include "test-cleanup.h"
 
 #define EXPECTED_CAPTURES 19
 #define EXIT_SKIP 77
@@ -220,7 +221,7 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "$TMPDIR is too long\n");
                 return 1;
         }
-        if (!mkdtemp(tmp)) {
+        if (!test_mkdtemp(tmp)) {
                 perror("mkdtemp");
                 return 1;
         }

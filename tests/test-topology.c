@@ -20,6 +20,7 @@
 #include "peltd/macro.h"
 #include "peltd/topology.h"
 #include "topo-builder.h"
+#include "test-cleanup.h"
 
 static const char *fixtures;
 
@@ -222,7 +223,7 @@ static char *tree(void) {
         char *d = strdup("/tmp/peltd-topology-XXXXXX");
 
         assert_non_null(d);
-        assert_non_null(mkdtemp(d));
+        assert_non_null(test_mkdtemp(d));
         return d;
 }
 

@@ -6,6 +6,7 @@
 set -u
 dir=$(mktemp -d /tmp/peltd-unit-XXXXXX) || exit 1
 trap 'rm -rf "$dir"' EXIT
+trap 'exit 1' INT TERM HUP
 sed "s|@sbindir@/peltd|$2|g" "$1" > "$dir/peltd.service"
 out=$(systemd-analyze verify --man=no "$dir/peltd.service" 2>&1)
 rc=$?
