@@ -31,7 +31,7 @@ int cmd_restore(const Args *args) {
         CgroupIO io;
         int r;
 
-        r = config_load(args->config_file, &c);
+        r = config_load_from(args->config_file, args->config_dir, &c);
         if (r < 0)
                 return 1;
         if (state_open(c->state_file, false, &lock, &o) < 0)

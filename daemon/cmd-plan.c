@@ -87,8 +87,8 @@ int cmd_plan(const Args *args) {
         if (r < 0)
                 return EXIT_FAILURE;
 
-        if (args->config_file) {
-                r = config_load(args->config_file, &config);
+        if (args->config_file || args->config_dir) {
+                r = config_load_from(args->config_file, args->config_dir, &config);
                 if (r < 0)
                         return EXIT_FAILURE;
         }

@@ -2,6 +2,7 @@
 #include <fnmatch.h>
 #include <glob.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include "peltd/cgroup-path.h"
 #include "peltd/config.h"
@@ -258,6 +259,25 @@ int config_load_files(const char *main_file, const char *dropin_dir, Config **re
         c->groups_file = NULL;
         *ret = TAKE_PTR(c);
         return 0;
+}
+
+int config_load_from(const char *path, const char *dir, Config **ret) {
+        if (!path && dir) {
+                _cleanup_free_ char *main_file = NULL, *dropins = NULL;
+                struct stat st;
+
+                if (stat(dir, &st) < 0)
+                        return log_error_errno(errno, "Failed to read the configuration directory %s: %m", dir);
+                if (!S_ISDIR(st.st_mode))
+                        {
+                        log_error("The configuration directory %s is not a directory.", dir);
+                        return -ENOTDIR;
+                }
+                if (asprintf(&main_file, "%s/peltd.conf", dir) < 0 || asprintf(&dropins, "%s/peltd.conf.d", dir) < 0)
+                        return log_oom();
+                return config_load_files(main_file, dropins, ret);
+        }
+        return config_load(path, ret);
 }
 
 int config_load(const char *path, Config **ret) {

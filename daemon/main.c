@@ -13,7 +13,8 @@
 static void help(void) {
         printf("peltd " PELTD_VERSION " - power-aware placement of cgroups on CPUs\n\n"
                "Usage:\n"
-               "  peltd [--config FILE] [--policy P] [--dry-run]       run the daemon\n"
+               "  peltd [--config FILE | --config-dir DIR] [--policy P] [--dry-run]\n"
+               "                                                       run the daemon\n"
                "  peltd --once SECONDS [--interval MSEC] [--json]     sample and print load tracking\n"
                "  peltd --print-topology [--sysfs-root DIR] [--json]  print the CPU topology\n"
                "  peltd --plan GROUPS.ini [--policy P] [--sysfs-root DIR] [--json]\n"
@@ -21,6 +22,7 @@ static void help(void) {
                "  peltd --restore [--config FILE]                     put back recorded originals\n\n"
                "Options:\n"
                "  -c --config FILE     read this configuration file alone\n"
+               "     --config-dir DIR  read DIR/peltd.conf and DIR/peltd.conf.d/ instead of /etc/peltd\n"
                "  -p --policy P        power, performance or balanced\n"
                "  -n --dry-run         decide and log, write nothing\n"
                "     --json            print JSON\n"
@@ -55,9 +57,11 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 ARG_RESTORE,
                 ARG_LOG_LEVEL,
                 ARG_VERSION,
+                ARG_CONFIG_DIR,
         };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
+                { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
                 { "policy", required_argument, NULL, 'p' },
                 { "dry-run", no_argument, NULL, 'n' },
                 { "once", required_argument, NULL, ARG_ONCE },
@@ -80,6 +84,13 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 switch (c) {
                 case 'c':
                         a->config_file = optarg;
+                        break;
+                case ARG_CONFIG_DIR:
+                        if (isempty(optarg)) {
+                                log_error("Invalid --config-dir: empty path.");
+                                return -EINVAL;
+                        }
+                        a->config_dir = optarg;
                         break;
                 case 'p':
                         if (!policy_name_valid(optarg)) {
@@ -161,6 +172,14 @@ static int parse_argv(int argc, char *argv[], Args *a) {
 
         if (optind < argc) {
                 log_error("Unexpected argument \"%s\"; see peltd --help.", argv[optind]);
+                return -EINVAL;
+        }
+        if (a->config_file && a->config_dir) {
+                log_error("--config and --config-dir cannot be combined.");
+                return -EINVAL;
+        }
+        if (a->config_dir && a->mode == MODE_PRINT_TOPOLOGY) {
+                log_error("--config-dir does not apply to --print-topology.");
                 return -EINVAL;
         }
         if (a->interval_usec && a->mode != MODE_ONCE) {

@@ -392,7 +392,7 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
         int r;
 
         (void) sd_notify(false, "RELOADING=1");
-        r = config_load(m->args.config_file, &c);
+        r = config_load_from(m->args.config_file, m->args.config_dir, &c);
         if (r < 0) {
                 log_error("Reloading the configuration failed; keeping the old settings.");
                 (void) sd_notify(false, "READY=1");
@@ -473,7 +473,7 @@ int manager_new(const Args *args, Manager **ret) {
         m->args = *args;
         m->lock_fd = -1;
 
-        r = config_load(args->config_file, &m->config);
+        r = config_load_from(args->config_file, args->config_dir, &m->config);
         if (r < 0)
                 return r; /* logged, with FILE:LINE */
 

@@ -156,7 +156,7 @@ int cmd_once(const Args *args) {
         long nc;
         int r;
 
-        r = config_load(args->config_file, &config);
+        r = config_load_from(args->config_file, args->config_dir, &config);
         if (r < 0)
                 return 1; /* config_load() logged it */
 

@@ -393,6 +393,38 @@ static void test_untrusted_config_files(_unused_ void **state) {
         rmdir(dir);
 }
 
+
+/* --config-dir DIR: DIR/peltd.conf (may be missing) then DIR/peltd.conf.d/ *.conf in name order. */
+static void test_config_dir(_unused_ void **state) {
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_free_ char *d = NULL, *a = NULL, *b = NULL, *m = NULL, *dir = NULL;
+
+        assert_true(asprintf(&dir, "%s/cdir", tmpdir) > 0);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        d = write_file("cdir/peltd.conf", "[Daemon]\nPolicy=power\nSampleIntervalMSec=300\n");
+        assert_true(asprintf(&m, "%s/cdir/peltd.conf.d", tmpdir) > 0);
+        assert_int_equal(mkdir(m, 0755), 0);
+        a = write_file("cdir/peltd.conf.d/10-a.conf", "[Daemon]\nPolicy=performance\n");
+        b = write_file("cdir/peltd.conf.d/90-peltctl.conf", "[Daemon]\nPolicy=balanced\n");
+        assert_int_equal(config_load_from(NULL, dir, &c), 0);
+        assert_int_equal(c->policy, POLICY_BALANCED);
+        assert_int_equal(c->sample_interval_usec, 300000);
+        c = config_free(c);
+
+        /* --config wins over --config-dir; a missing main file means its defaults. */
+        assert_int_equal(config_load_from(d, dir, &c), 0);
+        assert_int_equal(c->policy, POLICY_POWER);
+        c = config_free(c);
+        assert_int_equal(unlink(d), 0);
+        assert_int_equal(config_load_from(NULL, dir, &c), 0);
+        assert_int_equal(c->policy, POLICY_BALANCED);
+        assert_int_equal(c->sample_interval_usec, 100000);
+        c = config_free(c);
+
+        assert_int_equal(config_load_from(NULL, "/nonexistent-peltd-dir", &c), -ENOENT);
+        assert_int_equal(config_load_from(NULL, a, &c), -ENOTDIR);
+}
+
 static int setup(_unused_ void **state) {
         return test_mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -417,6 +449,7 @@ int main(void) {
                 cmocka_unit_test(test_repeated_and_empty_sections),
                 cmocka_unit_test(test_policy_names),
                 cmocka_unit_test(test_untrusted_config_files),
+                cmocka_unit_test(test_config_dir),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -17,6 +17,7 @@ typedef enum Mode {
 typedef struct Args {
         Mode mode;
         const char *config_file;     /* --config: this file alone; NULL: the default files */
+        const char *config_dir;      /* --config-dir: DIR/peltd.conf and DIR/peltd.conf.d instead of /etc/peltd */
         const char *policy;          /* --policy, validated; NULL: from the config */
         bool dry_run;
         bool json;

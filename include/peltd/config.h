@@ -74,6 +74,11 @@ int config_new_default(Config **ret);
  * content, -errno when a file cannot be read.
  */
 int config_load(const char *path, Config **ret);
+/*
+ * What the command line chose: --config FILE (that file alone), else --config-dir DIR
+ * (DIR/peltd.conf, which may be missing, then DIR/peltd.conf.d/ *.conf), else the default files.
+ */
+int config_load_from(const char *path, const char *dir, Config **ret);
 /* The same with other locations (tests): main_file may be missing; dropin_dir may be NULL. */
 int config_load_files(const char *main_file, const char *dropin_dir, Config **ret);
 Config *config_free(Config *c);
