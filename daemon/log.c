@@ -66,8 +66,21 @@ static bool stderr_is_journal(void) {
         return journal_stream;
 }
 
+static char last_error[1024];
+
+const char *log_last_error(void) {
+        return last_error[0] ? last_error : NULL;
+}
+
+void log_forget_last_error(void) {
+        last_error[0] = 0;
+}
+
 static void write_line(int level, const char *text) {
         int saved = errno;
+
+        if (level <= LOG_ERR)
+                (void) snprintf(last_error, sizeof last_error, "%s", text);
 
         if (stderr_is_journal())
                 fprintf(stderr, "<%d>%s\n", level, text);

@@ -91,6 +91,7 @@ static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, con
                    strna(policy_to_string(res->policy)), demand, res->reason);
 
         m->n_changes++;
+        manager_bus_placement_changed(m, g, old_cpus, old_shares, res);
         localtime_r(&now, &tm);
         strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
         snprintf(m->last_change, sizeof m->last_change, "%s %.200s %s -> %s", tbuf, g->path, oldb, newb);

@@ -9,12 +9,14 @@
  *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug) and rounds
  *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
  *   manager-apply.c   applying a group's plan, the change log and its journal fields, restoring
+ *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization
  */
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "peltd/apply-cgroup.h"
@@ -60,7 +62,23 @@ typedef struct ManagedGroup {
 
         char *last_intent;           /* the change last logged as intended (dry run), or the reason left alone */
         CgRetry retry;               /* the last placement that failed, and when to try it again */
+
+        /* The last plan, for ListGroups and GetGroup. */
+        bool planned;
+        double util, runnable, load;
+        uint64_t shares;             /* in effect: Shares= (or SetGroupShares) where set, else its current */
+        Policy placed_policy;
+        char reason[POLICY_REASON_MAX];
+        uint64_t shares_put_back;    /* SetGroupShares taken back with no Shares= set: write this once; 0: none */
 } ManagedGroup;
+
+/* SetGroupShares: a group path's runtime shares, kept until the daemon stops. */
+typedef struct RuntimeShares {
+        char *path;
+        uint64_t shares;
+} RuntimeShares;
+
+typedef struct AuthQuery AuthQuery;
 
 struct Manager {
         Args args;
@@ -104,6 +122,17 @@ struct Manager {
 
         unsigned n_changes;
         char last_change[512];
+        uint64_t n_rounds;
+
+        /* The D-Bus API (manager-bus.c). */
+        sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
+        sd_event_source *bus_retry;  /* connects again while there is none */
+        bool bus_owned;              /* the name is ours */
+        bool bus_said;               /* "running without the bus" said (once per episode) */
+        AuthQuery *auth_queries;     /* calls waiting for polkit */
+        Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
+        RuntimeShares *runtime_shares;
+        size_t n_runtime_shares;
 };
 
 /* For log lines: a list longer than buf is cut and ends in "..." (never a key or a value written). */
@@ -116,6 +145,31 @@ static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
 
 /* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
 void manager_notify_status(Manager *m);
+
+/* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
+void manager_settings_changed(Manager *m);
+
+/*
+ * Reads the configuration again (SIGHUP, Reload()); the old settings stay when it is broken.
+ * Returns 0, or a negative errno with *ret_message (may be NULL) saying what was wrong.
+ */
+int manager_reload(Manager *m, char **ret_message);
+
+/* manager-bus.c */
+
+/*
+ * Connects to the system bus and owns org.peltd1 (before READY=1); without a bus the daemon runs
+ * on and says so once, and connects again when the bus is back. Never fails the daemon.
+ */
+void manager_bus_start(Manager *m);
+void manager_bus_stop(Manager *m);
+/* PropertiesChanged for Policy. */
+void manager_bus_policy_changed(Manager *m);
+/* The PlacementChanged signal of an applied change. */
+void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuMask *old_cpus, uint64_t old_shares,
+                                   const PolicyResult *res);
+/* The runtime shares of a group path (SetGroupShares), 0: none. */
+uint64_t manager_runtime_shares(const Manager *m, const char *path);
 
 /* manager-groups.c */
 

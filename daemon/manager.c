@@ -29,6 +29,10 @@
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
+        manager_bus_stop(m);
+        for (size_t i = 0; i < m->n_runtime_shares; i++)
+                free(m->runtime_shares[i].path);
+        free(m->runtime_shares);
         sd_event_source_disable_unref(m->group_timer);
         sd_event_source_disable_unref(m->task_timer);
         sd_event_source_disable_unref(m->hotplug_source);
@@ -81,11 +85,25 @@ static bool want_task_tracking(const Manager *m) {
         return false;
 }
 
-/* What the command line and the configuration decide: the policy, dry run, thread tracking. */
+/*
+ * What the command line and the configuration decide: the policy, dry run, thread tracking. A
+ * SetPolicy call wins over --policy, which wins over Policy=.
+ */
 static void apply_settings(Manager *m) {
-        m->policy = m->args.policy ? policy_from_string(m->args.policy) : m->config->policy;
+        m->policy = m->runtime_policy != POLICY_INVALID ? m->runtime_policy
+                    : m->args.policy                     ? policy_from_string(m->args.policy)
+                                                         : m->config->policy;
         m->dry_run = m->args.dry_run || m->config->dry_run;
         m->task_tracking = want_task_tracking(m);
+}
+
+void manager_settings_changed(Manager *m) {
+        Policy old = m->policy;
+
+        apply_settings(m);
+        sampling_set_task_tracking(m->sampling, m->task_tracking);
+        if (m->policy != old)
+                manager_bus_policy_changed(m);
 }
 
 static void update_capacities(Manager *m) {
@@ -127,6 +145,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
         _cleanup_free_ PolicyResult *res = NULL;
         _cleanup_free_ PolicyHistory *hist = NULL;
         _cleanup_free_ ManagedGroup **owner = NULL;
+        _cleanup_free_ GroupConfig *override = NULL;
         SampledGroup *sg = NULL;
         size_t n = sampling_groups(m->sampling, &sg), k = 0;
         int r;
@@ -144,7 +163,8 @@ static int plan_and_apply(Manager *m, bool task_round) {
         res = new0(PolicyResult, MAX(n, 1u));
         hist = new0(PolicyHistory, MAX(n, 1u));
         owner = new0(ManagedGroup *, MAX(n, 1u));
-        if (!pg || !res || !hist || !owner)
+        override = new0(GroupConfig, MAX(n, 1u));
+        if (!pg || !res || !hist || !owner || !override)
                 return -ENOMEM;
 
         /* sg and m->groups are both sorted by path and hold the same groups. */
@@ -170,6 +190,18 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         .pinned_narrower = g->pinned_narrower,
                         .config = config_find_group(m->config, g->path),
                 };
+                /* SetGroupShares wins over Shares=; taken back with no Shares=, the original goes back once. */
+                {
+                        uint64_t rt = manager_runtime_shares(m, g->path);
+
+                        if (rt == 0 && g->shares_put_back > 0 && pg[k].config && pg[k].config->shares > 0)
+                                g->shares_put_back = 0;
+                        if (rt > 0 || g->shares_put_back > 0) {
+                                override[k] = pg[k].config ? *pg[k].config : (GroupConfig) GROUP_CONFIG_UNSET;
+                                override[k].shares = rt > 0 ? rt : g->shares_put_back;
+                                pg[k].config = &override[k];
+                        }
+                }
                 hist[k] = g->history;
                 owner[k] = g;
                 k++;
@@ -187,6 +219,15 @@ static int plan_and_apply(Manager *m, bool task_round) {
                 ManagedGroup *g = owner[i];
 
                 g->history = hist[i];
+                g->planned = true;
+                g->util = pg[i].util;
+                g->runnable = pg[i].runnable;
+                g->load = pg[i].load;
+                g->shares = res[i].shares;
+                g->placed_policy = res[i].policy;
+                memcpy(g->reason, res[i].reason, sizeof g->reason);
+                if (g->shares_put_back > 0 && res[i].shares == pg[i].shares)
+                        g->shares_put_back = 0; /* back where it was */
                 if (!res[i].managed) {
                         /* Its first second ("learning its load") changes every round and says nothing new. */
                         if (res[i].learning)
@@ -253,6 +294,8 @@ static void note_round(Manager *m, int r) {
 
 static int manager_round(Manager *m, bool task_round) {
         int r;
+
+        m->n_rounds++;
 
         /* The cheap fallback for lost hotplug events. */
         if (topology_online_changed(m->topology, m->sysfs) > 0)
@@ -385,50 +428,48 @@ static int on_sigterm(sd_event_source *s, _unused_ const struct signalfd_siginfo
         return sd_event_exit(m->event, 0);
 }
 
-static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
-        Manager *m = userdata;
+int manager_reload(Manager *m, char **ret_message) {
         _cleanup_config_ Config *c = NULL;
         Config *old;
         int r;
 
-        (void) sd_notify(false, "RELOADING=1");
+#define FAIL(r, ...)                                                                    \
+        ({                                                                              \
+                if (ret_message && asprintf(ret_message, __VA_ARGS__) < 0)              \
+                        *ret_message = NULL;                                            \
+                log_error("Reloading the configuration failed; keeping the old settings."); \
+                r;                                                                      \
+        })
+
+        if (ret_message)
+                *ret_message = NULL;
+        log_forget_last_error();
         r = config_load_from(m->args.config_file, m->args.config_dir, &c);
-        if (r < 0) {
-                log_error("Reloading the configuration failed; keeping the old settings.");
-                (void) sd_notify(false, "READY=1");
-                manager_notify_status(m);
-                return 0;
-        }
+        if (r < 0)
+                /* Logged with FILE:LINE: the reply says the same. */
+                return FAIL(r, "%s", log_last_error() ?: "The configuration could not be read.");
         if (!streq(c->state_file, m->config->state_file)) {
                 char *keep = strdup(m->config->state_file);
 
-                if (!keep) {
-                        log_oom();
-                        log_error("Reloading the configuration failed; keeping the old settings.");
-                        (void) sd_notify(false, "READY=1");
-                        manager_notify_status(m);
-                        return 0;
-                }
+                if (!keep)
+                        return FAIL(log_oom(), "Out of memory.");
                 log_warning("StateFile= cannot change while running; keeping %s.", m->config->state_file);
                 free(c->state_file);
                 c->state_file = keep;
         }
 
         if (m->subtree_lock && !streq(c->cgroup_root, m->config->cgroup_root) &&
-            subtree_lock_set_root(m->subtree_lock, c->cgroup_root) < 0) {
-                log_error("Reloading the configuration failed; keeping the old settings (CgroupRoot=%s).", m->config->cgroup_root);
-                (void) sd_notify(false, "READY=1");
-                manager_notify_status(m);
-                return 0;
-        }
+            (r = subtree_lock_set_root(m->subtree_lock, c->cgroup_root)) < 0)
+                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.", c->cgroup_root,
+                            log_last_error() ?: "see the log", m->config->cgroup_root);
+#undef FAIL
 
         old = m->config;
         m->config = TAKE_PTR(c);
         sampling_set_config(m->sampling, m->config);
         config_free(old);
 
-        apply_settings(m);
-        sampling_set_task_tracking(m->sampling, m->task_tracking);
+        manager_settings_changed(m);
         for (size_t i = 0; i < m->n_groups; i++)
                 m->groups[i].target_known = false; /* Backend= may have changed */
         r = arm_timers(m);
@@ -440,6 +481,14 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
         log_info("Configuration reloaded: policy %s, groups every %" PRIu64 " ms, threads %s.",
                  policy_to_string(m->policy), m->config->sample_interval_usec / USEC_PER_MSEC,
                  m->task_tracking ? "tracked" : "not tracked");
+        return 0;
+}
+
+static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        (void) sd_notify(false, "RELOADING=1");
+        (void) manager_reload(m, NULL);
         (void) sd_notify(false, "READY=1");
         manager_notify_status(m);
         return 0;
@@ -472,6 +521,7 @@ int manager_new(const Args *args, Manager **ret) {
                 return log_oom();
         m->args = *args;
         m->lock_fd = -1;
+        m->runtime_policy = POLICY_INVALID;
 
         r = config_load_from(args->config_file, args->config_dir, &m->config);
         if (r < 0)
@@ -572,6 +622,9 @@ int manager_new(const Args *args, Manager **ret) {
 
         /* The baseline sample: the first rounds need something to take differences from. */
         (void) note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), true));
+
+        /* org.peltd1 is owned (or given up on, said) before READY=1. */
+        manager_bus_start(m);
 
         *ret = TAKE_PTR(m);
         return 0;

@@ -22,6 +22,13 @@ int log_level_from_string(const char *s);
 /* Reads PELTD_LOG_LEVEL from the environment; ignores a value that does not parse. */
 void log_parse_environment(void);
 
+/*
+ * The text of the last message logged at LOG_ERR or worse (valid UTF-8, cut at 1 KiB), NULL after
+ * log_forget_last_error(): what a D-Bus error reply says of a failure that was logged below it.
+ */
+const char *log_last_error(void);
+void log_forget_last_error(void);
+
 /* Returns -ERRNO_VALUE(error) (or 0 when error is 0), so "return log_error_errno(r, ...)" works. */
 int log_internal(int level, int error, const char *file, int line, const char *func, const char *format, ...)
         _printf_(6, 7);
