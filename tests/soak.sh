@@ -7,7 +7,8 @@
 # grows by less than 1 MiB after the warm-up, its fd count is the same in the quiet phase after the
 # churn as in the one before it, and at SIGTERM every remaining group's cpuset and shares are back
 # to what they were. Prints the RSS/fd curve. Removes its subtree, files and processes, also on
-# failure.
+# failure. The daemon owns org.peltd1 on a private system bus, and a client reads ListGroups and
+# the Policy property every 0.2 s all along: every call must be answered.
 #
 #   soak.sh PELTD DUTY_CYCLE THREAD_CHURN SECONDS
 set -u
@@ -18,6 +19,7 @@ churn=$3
 seconds=${4:-60}
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
+. "$here/dbus-lib.sh"
 
 id=peltd-test-soak-$$
 tmp=$(mktemp -d "/tmp/$id.XXXXXX")
@@ -42,6 +44,7 @@ cleanup() {
         for p in $(cat "$cpuacct_root/$id"/*/tasks "$cpuacct_root/$id"/tasks 2>/dev/null); do
                 kill -KILL "$p" 2>/dev/null
         done
+        dbus_cleanup
         cg_remove "/$id"
         rm -rf "$tmp"
 }
@@ -89,6 +92,7 @@ for g in steady churn idle; do
 done
 
 mkdir -m 0700 "$tmp/state"
+dbus_start "$tmp" || { fail "no private bus"; exit 1; }
 write_config power
 "$peltd" --config "$conf" >"$log" 2>&1 &
 daemon_pid=$!
@@ -100,6 +104,18 @@ sleep "$warm"
 rss0=$(rss_kib)
 fd0=$(other_fds 0)
 echo "warm-up ${warm}s: RSS ${rss0} KiB, ${fd0} fds besides $(thread_fds) for threads"
+
+# A bus client all along the churn: ListGroups and the Policy property, one line per answer.
+(
+        while :; do
+                busctl --system --timeout=5 call org.peltd1 /org/peltd1 org.peltd1.Manager ListGroups >/dev/null 2>>"$tmp/bus.err" &&
+                        busctl --system --timeout=5 get-property org.peltd1 /org/peltd1 org.peltd1.Manager Policy >/dev/null 2>>"$tmp/bus.err" &&
+                        echo ok || echo failed
+                sleep 0.2
+        done > "$tmp/bus.calls"
+) &
+bus_client_pid=$!
+bg_pids+=($bus_client_pid)
 
 # The churn: temporary groups every 0.5 s (each lives 1.5 s; every other one runs a workload for
 # 1 s), and a policy flip by SIGHUP every 3 s.
@@ -133,6 +149,15 @@ while ((SECONDS < end)) && alive; do
         sleep 0.5
 done
 alive || fail "peltd died during the churn: $(tail -n 20 "$log")"
+kill -KILL "$bus_client_pid" 2>/dev/null
+wait "$bus_client_pid" 2>/dev/null
+bus_ok=$(grep -c '^ok$' "$tmp/bus.calls")
+bus_failed=$(grep -c '^failed$' "$tmp/bus.calls")
+if ((bus_ok > 0 && bus_failed == 0)); then
+        pass "the bus answered all $bus_ok ListGroups and Policy reads during the churn"
+else
+        fail "bus calls during the churn: $bus_ok answered, $bus_failed failed: $(sort "$tmp/bus.err" | uniq -c | head -n 5)"
+fi
 
 # The quiet phase after: the temporary groups gone, back to power, two task rounds to forget them.
 for i in 0 1 2 3; do
@@ -212,6 +237,7 @@ done
 # vanishes between a read and a write (said at info or as a drop).
 unexpected=$(grep -v -E \
         -e '^peltd running: ' \
+        -e '^Owning org\.peltd1 on the system bus\.$' \
         -e '^Configuration reloaded: ' \
         -e '^Received SIGTERM' \
         -e '^Restoring [0-9]+ recorded original values' \
