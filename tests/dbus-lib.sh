@@ -3,8 +3,11 @@
 # owned, no method call sent unless a policy allows it) with the project's conf/org.peltd1.conf
 # included. Source it, then:
 #
-#   dbus_start DIR    starts dbus-daemon listening on DIR/system_bus_socket and exports
-#                     DBUS_SYSTEM_BUS_ADDRESS; dbus_pid holds its pid
+#   dbus_start DIR [CONF...]
+#                     starts dbus-daemon listening on DIR/system_bus_socket and exports
+#                     DBUS_SYSTEM_BUS_ADDRESS; dbus_pid holds its pid. Each CONF (a busconfig
+#                     file) is included too, as /etc/dbus-1/system.d/ files are (tests/fake-polkit
+#                     needs one to own its name)
 #   dbus_stop         stops it (also run by dbus_cleanup, which the caller's EXIT trap calls)
 #
 # The caller's EXIT/INT/TERM/HUP traps must call dbus_cleanup.
@@ -13,12 +16,14 @@ dbus_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 dbus_pid=
 
 dbus_start() {
-        local dir=$1 i
+        local dir=$1 i extra=
+        shift
+        for i in "$@"; do extra+="  <include>$i</include>\n"; done
         sed -e '/<user>/d' -e '/<fork\/>/d' -e '/<pidfile>/d' -e '/<syslog\/>/d' \
             -e '/<standard_system_servicedirs\/>/d' -e '/<servicehelper>/d' \
             -e '/<includedir>/d' -e '/<include /d' \
             -e "s|<listen>.*</listen>|<listen>unix:path=$dir/system_bus_socket</listen>|" \
-            -e "s|</busconfig>|  <include>$dbus_lib_dir/../conf/org.peltd1.conf</include>\n</busconfig>|" \
+            -e "s|</busconfig>|  <include>$dbus_lib_dir/../conf/org.peltd1.conf</include>\n$extra</busconfig>|" \
             /usr/share/dbus-1/system.conf > "$dir/system.conf" || return 1
         grep -q "$dir/system_bus_socket" "$dir/system.conf" || { echo "dbus_start: no <listen> in system.conf" >&2; return 1; }
         rm -f "$dir/system_bus_socket"
