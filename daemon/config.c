@@ -31,7 +31,9 @@ int config_new_default(Config **ret) {
         c->cgroup_root = strdup("/");
         /* /run is a tmpfs: originals recorded there survive a crash, not a reboot (which resets cgroups anyway). */
         c->state_file = strdup("/run/peltd/originals");
-        if (!c->cgroup_root || !c->state_file)
+        /* Beside the state file, where node_exporter's textfile collector can be pointed. */
+        c->metrics_file = strdup("/run/peltd/metrics.prom");
+        if (!c->cgroup_root || !c->state_file || !c->metrics_file)
                 return -ENOMEM;
         *ret = TAKE_PTR(c);
         return 0;
@@ -43,6 +45,7 @@ Config *config_free(Config *c) {
         free(c->cgroup_root);
         strv_free(c->groups);
         free(c->state_file);
+        free(c->metrics_file);
         for (size_t i = 0; i < c->n_group_configs; i++) {
                 free(c->group_configs[i].path);
                 free(c->group_configs[i].source_file);
@@ -113,6 +116,28 @@ static int parse_backend(const IniPos *pos, const char *value, _unused_ const In
         else
                 return ini_error(pos, value, "Expected auto, cgroupfs or systemd.");
         return 0;
+}
+
+static int parse_sampling_backend(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        if (streq(value, "auto"))
+                *(SamplingBackend *) data = SAMPLING_BACKEND_AUTO;
+        else if (streq(value, "bpf"))
+                *(SamplingBackend *) data = SAMPLING_BACKEND_BPF;
+        else if (streq(value, "proc"))
+                *(SamplingBackend *) data = SAMPLING_BACKEND_PROC;
+        else
+                return ini_error(pos, value, "Expected auto, bpf or proc.");
+        return 0;
+}
+
+/* MetricsFile=: an absolute path, or empty for none. */
+static int parse_metrics_file(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        if (isempty(value)) {
+                free(*(char **) data);
+                *(char **) data = NULL;
+                return 0;
+        }
+        return ini_parse_abs_path(pos, value, key, data);
 }
 
 /* Groups= appends within one file (repeated keys, continuation lines); a later file replaces it. */
@@ -191,6 +216,8 @@ static const IniKey config_keys[] = {
         { "Daemon", "StateFile", ini_parse_abs_path, offsetof(Config, state_file) },
         { "Daemon", "DryRun", ini_parse_bool, offsetof(Config, dry_run) },
         { "Daemon", "Backend", parse_backend, offsetof(Config, backend) },
+        { "Daemon", "MetricsFile", parse_metrics_file, offsetof(Config, metrics_file), .empty_ok = true },
+        { "Daemon", "SamplingBackend", parse_sampling_backend, offsetof(Config, sampling_backend) },
         { "Group", "Shares", ini_parse_u64, offsetof(GroupConfig, shares), 2, 262144 },
         { "Group", "Policy", ini_parse_policy, offsetof(GroupConfig, policy) },
         { "Group", "AllowedCPUs", config_parse_allowed_cpus, offsetof(GroupConfig, allowed_cpus) },

@@ -277,7 +277,7 @@ static int handler(void *user, const char *section, const char *name, const char
                 st->error = ini_error(&pos, value, "Continuation line: %s= takes a single value.", name);
                 return 1;
         }
-        if (isempty(value)) {
+        if (isempty(value) && !k->empty_ok) {
                 st->error = ini_error(&pos, value, "Empty value.");
                 return 1;
         }

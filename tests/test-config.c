@@ -90,6 +90,8 @@ static void test_defaults(_unused_ void **state) {
         assert_string_equal(c->state_file, "/run/peltd/originals");
         assert_false(c->dry_run);
         assert_int_equal(c->backend, BACKEND_AUTO);
+        assert_string_equal(c->metrics_file, "/run/peltd/metrics.prom");
+        assert_int_equal(c->sampling_backend, SAMPLING_BACKEND_AUTO);
 }
 
 static void test_every_key(_unused_ void **state) {
@@ -111,6 +113,8 @@ static void test_every_key(_unused_ void **state) {
                            "StateFile=/run/peltd-test/originals\n"
                            "DryRun=yes\n"
                            "Backend=cgroupfs\n"
+                           "MetricsFile=/var/lib/node-exporter/peltd.prom\n"
+                           "SamplingBackend=proc\n"
                            "\n"
                            "[Group /peltd/test/web]\n"
                            "Shares=2048\n"
@@ -132,6 +136,8 @@ static void test_every_key(_unused_ void **state) {
         assert_string_equal(c->state_file, "/run/peltd-test/originals");
         assert_true(c->dry_run);
         assert_int_equal(c->backend, BACKEND_CGROUPFS);
+        assert_string_equal(c->metrics_file, "/var/lib/node-exporter/peltd.prom");
+        assert_int_equal(c->sampling_backend, SAMPLING_BACKEND_PROC);
         assert_int_equal(c->n_group_configs, 2);
         g = config_find_group(c, "/peltd/test/web");
         assert_non_null(g);
@@ -183,6 +189,8 @@ static void test_errors_name_file_and_line(_unused_ void **state) {
         expect_error("[Daemon]\nCgroupRoot=relative\n", ":2: CgroupRoot=relative");
         expect_error("[Daemon]\nTaskTracking=sometimes\n", ":2: TaskTracking=sometimes: Expected auto, yes or no");
         expect_error("[Daemon]\nBackend=docker\n", ":2: Backend=docker");
+        expect_error("[Daemon]\nSamplingBackend=ebpf\n", ":2: SamplingBackend=ebpf: Expected auto, bpf or proc");
+        expect_error("[Daemon]\nMetricsFile=metrics.prom\n", ":2: MetricsFile=metrics.prom: Expected an absolute file path");
         expect_error("[Daemon]\nPolicy=power\n  performance\n", ":3: Policy=performance: Continuation line");
         expect_error("[Daemon]\nPolicy\n", ":2: Syntax error");
         expect_error("[Daemon\nPolicy=power\n", ":1: Section header without a closing ']'");
@@ -292,6 +300,18 @@ static void test_cgroup_paths(_unused_ void **state) {
         assert_true(cgroup_path_under("/a", "/a"));
         assert_false(cgroup_path_under("/ab", "/a"));
         assert_true(cgroup_path_under("/x", "/"));
+}
+
+/* MetricsFile= empty: no metrics file, also over an earlier file's value. */
+static void test_metrics_file_empty(_unused_ void **state) {
+        _cleanup_free_ char *log = NULL;
+        _cleanup_config_ Config *c = NULL;
+        int r;
+
+        log = load_capture("[Daemon]\nMetricsFile=/run/x.prom\nMetricsFile=\n", &r, &c);
+        if (r < 0)
+                fail_msg("%s", log);
+        assert_null(c->metrics_file);
 }
 
 /* Every header opens its section: a repeated one merges key by key, an empty one still counts. */
@@ -447,6 +467,7 @@ int main(void) {
                 cmocka_unit_test(test_dropins_override_key_by_key),
                 cmocka_unit_test(test_cgroup_paths),
                 cmocka_unit_test(test_repeated_and_empty_sections),
+                cmocka_unit_test(test_metrics_file_empty),
                 cmocka_unit_test(test_policy_names),
                 cmocka_unit_test(test_untrusted_config_files),
                 cmocka_unit_test(test_config_dir),

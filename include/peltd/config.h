@@ -18,6 +18,12 @@ typedef enum TaskTracking {
         TASK_TRACKING_NO,
 } TaskTracking;
 
+typedef enum SamplingBackend {
+        SAMPLING_BACKEND_AUTO,       /* the BPF task iterator where it loads, else /proc */
+        SAMPLING_BACKEND_BPF,
+        SAMPLING_BACKEND_PROC,
+} SamplingBackend;
+
 typedef enum Backend {
         BACKEND_AUTO,
         BACKEND_CGROUPFS,
@@ -58,6 +64,8 @@ typedef struct Config {
         char *state_file;
         bool dry_run;
         Backend backend;
+        char *metrics_file;          /* MetricsFile=; NULL: none */
+        SamplingBackend sampling_backend;
         GroupConfig *group_configs;
         size_t n_group_configs;
 

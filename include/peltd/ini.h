@@ -42,6 +42,7 @@ struct IniKey {
         size_t offset;
         int64_t min, max;            /* for the integer and number parsers */
         bool multiline;              /* continuation lines append (lists); else they are errors */
+        bool empty_ok;               /* an empty value is passed to parse (it means "none"); else an error */
 };
 
 typedef struct IniSection {
