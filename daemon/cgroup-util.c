@@ -221,6 +221,10 @@ uint64_t cgroup_shares_to_weight(uint64_t shares) {
         return CLAMP(shares * 100 / 1024, (uint64_t) 1, (uint64_t) 10000);
 }
 
+uint64_t cgroup_shares_read_back(bool v2, uint64_t shares) {
+        return v2 ? cgroup_weight_to_shares(cgroup_shares_to_weight(shares)) : shares;
+}
+
 static int walk(const RootDir *r, const char *path, cgroup_walk_cb cb, void *userdata, bool top) {
         _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ char *rel = NULL;

@@ -164,7 +164,9 @@ int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, ui
         int r;
 
         cpus_differ = !cpumask_equal(&res->cpus, &g->cpus);
-        shares_differ = res->shares_set && res->shares != cur_shares;
+        /* cur_shares is what the file reads (v2: a weight, as shares), so compare it with what a write gives. */
+        shares_differ = res->shares_set &&
+                        cgroup_shares_read_back(m->fs->mode == CGROUP_MODE_V2, res->shares) != cur_shares;
         if (!cpus_differ && !shares_differ) {
                 free(g->last_intent);
                 g->last_intent = NULL;

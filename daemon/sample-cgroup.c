@@ -206,9 +206,95 @@ static int take_percpu(CgroupSampler *s, CgroupGroup *g, const char *text) {
         return 0;
 }
 
+/*
+ * v2 controller files (cpu.weight, cpuset.cpus.effective) come and go with the parent's
+ * cgroup.subtree_control — systemd turns the cpu controller on for a unit given CPUWeight= and off
+ * again when none is left — while the group stays. An fd whose file went answers ENODEV: it is
+ * closed and the file looked for again, as is a file that was not there, once a round. Only
+ * cpu.stat, which every v2 group has, says whether the group itself is gone.
+ */
+static void v2_reopen(CgroupSampler *s, CgroupGroup *g, int *fd, const char *file) {
+        close_fd(fd);
+        *fd = MAX(open_group_file(s->fs->unified, g->path, file), -1);
+}
+
+static int read_v2_controller_u64(CgroupSampler *s, CgroupGroup *g, int *fd, const char *file, uint64_t *ret) {
+        int k;
+
+        if (*fd < 0)
+                v2_reopen(s, g, fd, file);
+        k = read_u64_fd(*fd, ret);
+        if (gone_errno(k)) {
+                v2_reopen(s, g, fd, file);
+                k = read_u64_fd(*fd, ret);
+        }
+        return k;
+}
+
+static int read_v2_controller(CgroupSampler *s, CgroupGroup *g, int *fd, const char *file) {
+        int k;
+
+        if (*fd < 0)
+                v2_reopen(s, g, fd, file);
+        k = read_fd(s, *fd);
+        if (gone_errno(k)) {
+                v2_reopen(s, g, fd, file);
+                k = read_fd(s, *fd);
+        }
+        return k;
+}
+
+/* The CPUs g may use (in s->buf): for throttling (summed over them) and for their capacity. */
+static void take_cpus(CgroupSampler *s, CgroupGroup *g) {
+        uint64_t sum = 0;
+        CpuMask m;
+
+        if (cpumask_parse_list(strstrip_trailing(s->buf.data), &m) < 0 || cpumask_empty(&m)) {
+                log_debug("%s: cpuset does not parse, keeping the last one.", g->path);
+                return;
+        }
+        CPUMASK_FOREACH(cpu, &m)
+                sum += capacity_of(s, (size_t) cpu);
+        g->nr_cpus = (unsigned) cpumask_count(&m);
+        g->capacity = (unsigned) (sum / g->nr_cpus);
+}
+
+/* v2: cpu.stat (which every group has: it says whether the group is gone), the cpuset, the weight. */
+static int read_group_v2(CgroupSampler *s, CgroupGroup *g) {
+        const char *buf;
+        uint64_t v;
+        int k;
+
+        k = read_fd(s, g->stat_fd);
+        g->sample_ns = s->clock(s->clock_userdata);
+        if (gone_errno(k))
+                return -ENODEV;
+        if (k >= 0) {
+                buf = s->buf.data;
+                if (cgroup_parse_keyed_u64(buf, "usage_usec", &v) >= 0) {
+                        g->usage_ns = v * 1000;
+                        g->have_usage = true;
+                } else
+                        log_debug("%s: cpu.stat has no usable usage_usec, skipping it this round.", g->path);
+                if (cgroup_parse_keyed_u64(buf, "throttled_usec", &v) >= 0) {
+                        g->throttled_ns = v * 1000;
+                        g->have_throttled = true;
+                }
+                if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
+                        g->nr_throttled = v;
+        }
+        if (read_v2_controller(s, g, &g->cpus_fd, "cpuset.cpus.effective") >= 0)
+                take_cpus(s, g);
+        k = read_v2_controller_u64(s, g, &g->shares_fd, "cpu.weight", &v);
+        if (k >= 0 && v >= 1 && v <= 10000) {
+                g->shares = cgroup_weight_to_shares(v);
+                g->have_shares = true;
+        }
+        return 0;
+}
+
 /* Reads every counter of g; returns -ENODEV when the group is gone. */
 static int read_group(CgroupSampler *s, CgroupGroup *g) {
-        bool v2 = s->fs->mode == CGROUP_MODE_V2;
         const char *buf;
         uint64_t v;
         int k;
@@ -216,52 +302,15 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
         g->have_usage = g->have_throttled = g->have_shares = false;
         g->n_percpu = 0;
 
-        /* The CPUs it may use: for throttling (summed over them) and for their capacity. */
+        if (s->fs->mode == CGROUP_MODE_V2)
+                return read_group_v2(s, g);
+
         if (g->cpus_fd >= 0) {
                 k = read_fd(s, g->cpus_fd);
-                if (k >= 0) {
-                        CpuMask m;
-
-                        if (cpumask_parse_list(strstrip_trailing(s->buf.data), &m) >= 0 && !cpumask_empty(&m)) {
-                                uint64_t sum = 0;
-
-                                CPUMASK_FOREACH(cpu, &m)
-                                        sum += capacity_of(s, (size_t) cpu);
-                                g->nr_cpus = (unsigned) cpumask_count(&m);
-                                g->capacity = (unsigned) (sum / g->nr_cpus);
-                        } else
-                                log_debug("%s: cpuset does not parse, keeping the last one.", g->path);
-                } else if (gone_errno(k))
+                if (k >= 0)
+                        take_cpus(s, g);
+                else if (gone_errno(k))
                         return -ENODEV;
-        }
-
-        if (v2) {
-                k = read_fd(s, g->stat_fd);
-                g->sample_ns = s->clock(s->clock_userdata);
-                if (gone_errno(k))
-                        return -ENODEV;
-                if (k >= 0) {
-                        buf = s->buf.data;
-                        if (cgroup_parse_keyed_u64(buf, "usage_usec", &v) >= 0) {
-                                g->usage_ns = v * 1000;
-                                g->have_usage = true;
-                        } else
-                                log_debug("%s: cpu.stat has no usable usage_usec, skipping it this round.", g->path);
-                        if (cgroup_parse_keyed_u64(buf, "throttled_usec", &v) >= 0) {
-                                g->throttled_ns = v * 1000;
-                                g->have_throttled = true;
-                        }
-                        if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
-                                g->nr_throttled = v;
-                }
-                k = read_u64_fd(g->shares_fd, &v);
-                if (gone_errno(k))
-                        return -ENODEV;
-                if (k >= 0 && v >= 1 && v <= 10000) {
-                        g->shares = cgroup_weight_to_shares(v);
-                        g->have_shares = true;
-                }
-                return 0;
         }
 
         k = read_u64_fd(g->usage_fd, &v);

@@ -93,6 +93,11 @@ static void test_parsers(_unused_ void **state) {
         assert_int_equal(cgroup_weight_to_shares(10000), 102400);
         assert_int_equal(cgroup_shares_to_weight(2), 1);
         assert_int_equal(cgroup_shares_to_weight(262144), 10000);
+        /* What a read gives back: 500 is weight 48 on v2, read as 491; v1 keeps every value. */
+        assert_int_equal(cgroup_shares_read_back(true, 500), 491);
+        assert_int_equal(cgroup_shares_read_back(true, 1024), 1024);
+        assert_int_equal(cgroup_shares_read_back(true, 2), 10);
+        assert_int_equal(cgroup_shares_read_back(false, 500), 500);
 
         p = cgroup_file_path("/", "tasks");
         assert_string_equal(p, "tasks");
@@ -391,6 +396,48 @@ static void test_sampler_v2(_unused_ void **state) {
         assert_int_equal(web->nr_tasks, 2);
         assert_non_null(find_member(&m, 101, &i));
         assert_string_equal(m.cgroup[i], "/web/workers");
+
+        cgroup_sampler_free(s);
+        config_free(c);
+        cgroup_fs_free(fs);
+        fx_remove(dir);
+}
+
+/*
+ * v2 controller files come and go with the parent's cgroup.subtree_control (systemd turns cpu on
+ * for a unit given CPUWeight=): a cpu.weight or cpuset.cpus.effective that appears later is read.
+ */
+static void test_sampler_v2_controller_files_appear(_unused_ void **state) {
+        char *dir = fx_copy("cgroup-v2");
+        CgroupFs *fs = NULL;
+        Config *c = config_with(NULL, NULL);
+        CgroupSampler *s = NULL;
+        Members m = {};
+        CgroupGroup *batch;
+        char *p;
+
+        assert_int_equal(asprintf(&p, "%s/batch/cpu.weight", dir), (int) strlen(dir) + strlen("/batch/cpu.weight"));
+        assert_int_equal(unlink(p), 0);
+        free(p);
+        assert_int_equal(asprintf(&p, "%s/batch/cpuset.cpus.effective", dir), (int) strlen(dir) + strlen("/batch/cpuset.cpus.effective"));
+        assert_int_equal(unlink(p), 0);
+        free(p);
+
+        assert_int_equal(cgroup_fs_open_v2(dir, &fs), 0);
+        assert_int_equal(cgroup_sampler_new(fs, filter_of(c), &s), 0);
+        m.s = s;
+        assert_int_equal(cgroup_sampler_walk(s, member, &m), 0);
+        batch = group_named(s, "/batch");
+        assert_false(batch->have_shares);
+        assert_true(batch->have_usage);
+
+        fx_write(dir, "batch/cpu.weight", "48\n");
+        fx_write(dir, "batch/cpuset.cpus.effective", "1\n");
+        cgroup_sampler_settle(s);
+        cgroup_sampler_read_counters(s);
+        assert_true(batch->have_shares);
+        assert_int_equal(batch->shares, 491);
+        assert_int_equal(batch->nr_cpus, 1);
 
         cgroup_sampler_free(s);
         config_free(c);
@@ -850,6 +897,7 @@ int main(void) {
                 cmocka_unit_test(test_managed_groups),
                 cmocka_unit_test(test_sampler_v1),
                 cmocka_unit_test(test_sampler_v2),
+                cmocka_unit_test(test_sampler_v2_controller_files_appear),
                 cmocka_unit_test(test_pipeline),
                 cmocka_unit_test(test_quiet_threads),
                 cmocka_unit_test(test_big_machines),

@@ -75,6 +75,12 @@ int cgroup_parse_u64_list(const char *s, uint64_t *ret, size_t max);
 /* systemd's conversions: shares 2..262144, weight 1..10000. */
 uint64_t cgroup_weight_to_shares(uint64_t weight);
 uint64_t cgroup_shares_to_weight(uint64_t shares);
+/*
+ * The shares a read gives back after shares were written: themselves on v1; on v2 (cpu.weight,
+ * CPUWeight=) the weight they convert to, as shares again (500 -> weight 48 -> 491). Compare a
+ * planned value with a read one through this, or a value v2 cannot hold is written every round.
+ */
+uint64_t cgroup_shares_read_back(bool v2, uint64_t shares);
 
 /*
  * Walks the groups at and below `top` in hierarchy r, parents first, calling cb(path, userdata) for
