@@ -9,17 +9,20 @@
 #      units' properties and, in a delegated unit and below a plain unit's own cgroup, through cgroup
 #      files; reload; stop restores;
 #   3. the real-kernel tests in cgroup v2 mode: tests/test-daemon.sh, test-sample-kernel and
-#      test-apply-kernel.
+#      test-apply-kernel;
+#   4. the D-Bus API on the real system bus with the installed bus policy and polkit action: root
+#      allowed, an unprivileged user refused, then allowed once a polkit rule grants org.peltd1.manage
+#      to its group; peltctl, where the build has it.
 #
 # Prints one "ok: ..." or "FAIL: ..." line per check; exit 1 when any failed.
 #
-#   guest-tests.sh SOURCE_DIR BUILD_DIR [PART...]    (parts: backend unit kernel; default: all)
+#   guest-tests.sh SOURCE_DIR BUILD_DIR [PART...]    (parts: backend unit kernel bus; default: all)
 set -u
 src=$1
 build=$2
 shift 2
 parts=("$@")
-((${#parts[@]})) || parts=(backend unit kernel)
+((${#parts[@]})) || parts=(backend unit kernel bus)
 backend=$build/tests/systemd-backend
 duty=$build/daemon/duty-cycle
 failures=0
@@ -35,6 +38,7 @@ fail() {
 cleanup() {
         systemctl stop peltd.service "${units[@]}" 2>/dev/null
         rmdir /sys/fs/cgroup/peltd-vm-handmade 2>/dev/null
+        rm -f /etc/polkit-1/rules.d/50-peltd-vm.rules
 }
 trap cleanup EXIT
 
@@ -141,6 +145,20 @@ part_backend() {
         units=()
 }
 
+# As installed: the unit with @sbindir@ filled in, the binaries beside it, /etc/peltd; the bus policy
+# and the polkit action where dbus-daemon and polkitd read them.
+install_peltd() {
+        install -m 0755 "$build/daemon/peltd" /usr/local/sbin/peltd
+        [[ -x $build/daemon/peltctl ]] && install -m 0755 "$build/daemon/peltctl" /usr/local/bin/peltctl
+        install -m 0755 "$duty" /usr/local/bin/duty-cycle
+        sed 's|@sbindir@|/usr/local/sbin|g' "$src/systemd/peltd.service.in" >/etc/systemd/system/peltd.service
+        install -D -m 0644 "$src/conf/org.peltd1.conf" /usr/share/dbus-1/system.d/org.peltd1.conf
+        install -D -m 0644 "$src/conf/org.peltd1.policy" /usr/share/polkit-1/actions/org.peltd1.policy
+        busctl call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ReloadConfig
+        systemctl daemon-reload
+        mkdir -p /etc/peltd
+}
+
 # ---- 2. peltd as its unit -----------------------------------------------------------------------
 part_unit() {
         echo "== 2. peltd as its systemd unit (Type=notify, hardened), placing a slice's groups"
@@ -148,11 +166,7 @@ part_unit() {
         light=peltd-vm-light.service heavy=peltd-vm-heavy.service box=peltd-vm-box.service plain=peltd-vm-plain.service
         light_cg=$slice/$light heavy_cg=$slice/$heavy box_cg=$slice/$box plain_cg=$slice/$plain
 
-        # As installed: the unit with @sbindir@ filled in, the binary beside it, /etc/peltd/peltd.conf.
-        install -m 0755 "$build/daemon/peltd" /usr/local/sbin/peltd
-        install -m 0755 "$duty" /usr/local/bin/duty-cycle
-        sed 's|@sbindir@|/usr/local/sbin|g' "$src/systemd/peltd.service.in" >/etc/systemd/system/peltd.service
-        mkdir -p /etc/peltd
+        install_peltd
         write_conf() { # POLICY
                 cat >/etc/peltd/peltd.conf <<EOF
 [Daemon]
@@ -315,6 +329,118 @@ part_kernel() {
         # (what is tested here is sampling from the v2 files; bench/accuracy measures accuracy).
         run "test-sample-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/test-sample-kernel"
         run "test-apply-kernel (v2)" "$build/tests/test-apply-kernel"
+}
+
+# ---- 4. The D-Bus API on the real system bus, with polkit ----------------------------------------
+part_bus() {
+        echo "== 4. the D-Bus API on the system bus: the bus policy, polkit, peltctl"
+        local work=peltd-vm-bus.service user=peltdop grp=peltdops uid n out
+        local rules=/etc/polkit-1/rules.d/50-peltd-vm.rules
+        local as_user=(setpriv --reuid="$user" --regid="$grp" --init-groups)
+        local work_cg=/peltdbus.slice/$work
+        install_peltd
+        printf '[Daemon]\nPolicy=performance\nCgroupRoot=/peltdbus.slice\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
+                >/etc/peltd/peltd.conf
+        units+=("$work")
+        systemd-run -q --unit="$work" --slice=peltdbus.slice duty-cycle 1 10000 5
+        getent group "$grp" >/dev/null || groupadd "$grp"
+        id "$user" >/dev/null 2>&1 || useradd -M -N -g "$grp" -s /usr/sbin/nologin "$user"
+        uid=$(id -u "$user")
+
+        log() { journalctl -q -u peltd.service --no-pager -o cat; }
+        bus_fail() {
+                fail "$@"
+                echo "---- journalctl -u peltd, polkit ----"
+                log | tail -n 20
+                journalctl -q -u polkit.service --no-pager -o cat | tail -n 10
+                echo "------------------------------------"
+        }
+        call() { busctl call org.peltd1 /org/peltd1 org.peltd1.Manager "$@" 2>&1; }
+        # dbus-send, not busctl: busctl prints every AccessDenied as "Access denied", whoever refused.
+        user_call() { # METHOD [ARG...] (dbus-send's typed arguments)
+                "${as_user[@]}" dbus-send --system --print-reply --dest=org.peltd1 /org/peltd1 "org.peltd1.Manager.$1" "${@:2}" 2>&1
+        }
+        policy_is() { [[ $(busctl get-property org.peltd1 /org/peltd1 org.peltd1.Manager Policy) == "s \"$1\"" ]]; }
+
+        if systemctl start peltd.service && busctl status org.peltd1 >/dev/null 2>&1; then
+                pass "peltd started as its unit owns org.peltd1 (the installed bus policy lets root own it)"
+        else
+                bus_fail "peltd.service $(show peltd.service ActiveState), org.peltd1 not owned"
+        fi
+        out=$(busctl introspect org.peltd1 /org/peltd1 org.peltd1.Manager 2>&1)
+        echo "    \$ busctl introspect org.peltd1 /org/peltd1 org.peltd1.Manager"
+        echo "$out" | sed 's/^/    /'
+        n=$(echo "$out" | grep -c -E '^\.(GetGroup|GetTopology|ListGroups|Reload|SetGroupShares|SetPolicy|PlacementChanged|Policy|Policies|DryRun|Version|CgroupRoot|CgroupMode|Backend|SamplingBackend|SampleIntervalUSec|TaskSampleIntervalUSec|Rounds|Changes) ')
+        ((n == 19)) && pass "busctl introspect lists the contract: 6 methods, 1 signal, 12 properties" ||
+                bus_fail "busctl introspect lists $n of the contract's 19 names"
+
+        # The matrix: caller x method.
+        out=$(call SetPolicy s power) && policy_is power && pass "root: SetPolicy allowed" || bus_fail "root: SetPolicy: $out"
+        out=$("${as_user[@]}" busctl get-property org.peltd1 /org/peltd1 org.peltd1.Manager Policy 2>&1)
+        [[ $out == 's "power"' ]] && pass "$user: reads Policy" || bus_fail "$user: reading Policy: $out"
+        wait_for 10 bash -c "busctl call org.peltd1 /org/peltd1 org.peltd1.Manager ListGroups | grep -q '$work_cg'"
+        out=$(user_call ListGroups)
+        [[ $out == *"$work_cg"* ]] && pass "$user: ListGroups" || bus_fail "$user: ListGroups: $out"
+        out=$(user_call GetTopology)
+        [[ $out == *online_cpus* ]] && pass "$user: GetTopology" || bus_fail "$user: GetTopology: $out"
+        for c in "SetPolicy string:performance" "SetGroupShares string:$work_cg uint64:500" "Reload"; do
+                # shellcheck disable=SC2086
+                out=$(user_call $c)
+                # org.peltd1.manage is auth_admin_keep: polkit asks for authentication, which no agent gives here.
+                [[ $out == *"AccessDenied: ${c%% *} is not allowed: authentication is required for org.peltd1.manage"* ]] &&
+                        pass "$user, no polkit rule: ${c%% *} refused by polkit's answer ($out)" ||
+                        bus_fail "$user, no polkit rule: ${c%% *}: $out"
+        done
+        policy_is power && [[ $(show "$work" CPUWeight) == "[not set]" ]] && pass "the refused calls changed nothing" ||
+                bus_fail "a refused call changed something: Policy $(busctl get-property org.peltd1 /org/peltd1 org.peltd1.Manager Policy)"
+
+        printf 'polkit.addRule(function(action, subject) {\n\tif (action.id == "org.peltd1.manage" && subject.isInGroup("%s"))\n\t\treturn polkit.Result.YES;\n});\n' \
+                "$grp" >"$rules"
+        systemctl restart polkit.service
+        out=$(user_call SetPolicy string:performance) && policy_is performance &&
+                pass "$user, a rule granting org.peltd1.manage to $grp: SetPolicy allowed" || bus_fail "$user with the rule: SetPolicy: $out"
+        log | grep -q "SetPolicy(\"performance\") by uid $uid" && pass "the journal names uid $uid for the accepted change" ||
+                bus_fail "no journal line naming uid $uid"
+        out=$(user_call SetGroupShares string:"$work_cg" uint64:500) && wait_for 10 file_is "$work_cg" cpu.weight 48 &&
+                pass "$user with the rule: SetGroupShares 500 allowed (cpu.weight 48)" ||
+                bus_fail "$user with the rule: SetGroupShares: $out, cpu.weight $(cg_file "$work_cg" cpu.weight)"
+        sleep 2
+        # 500 is weight 48, which reads back as 491 shares: written once, not every round.
+        n=$(log | grep -c "^$work_cg: .*shares 1024 -> 500 ")
+        ((n == 1)) && pass "shares 500 (weight 48) written once in 2 s" || bus_fail "shares 500 written $n times in 2 s"
+        out=$(user_call Reload) && pass "$user with the rule: Reload allowed" || bus_fail "$user with the rule: Reload: $out"
+
+        if command -v peltctl >/dev/null; then
+                out=$("${as_user[@]}" peltctl policy power --runtime 2>&1) && policy_is power &&
+                        pass "$user: peltctl policy power --runtime" || bus_fail "$user: peltctl policy power --runtime: $out"
+                out=$("${as_user[@]}" peltctl policy balanced 2>&1)
+                [[ $? -eq 1 && $out == *"persisting needs root"* ]] && policy_is power &&
+                        pass "$user: peltctl policy balanced (persisting) refused before calling" ||
+                        bus_fail "$user: peltctl policy balanced: $out"
+                out=$(peltctl policy balanced 2>&1) && policy_is balanced &&
+                        grep -q '^Policy=balanced$' /etc/peltd/peltd.conf.d/90-peltctl.conf &&
+                        pass "root: peltctl policy balanced, persisted in /etc/peltd/peltd.conf.d/90-peltctl.conf" ||
+                        bus_fail "root: peltctl policy balanced: $out"
+                out=$(peltctl set-shares "$work_cg" 2048 --runtime 2>&1) && wait_for 10 file_is "$work_cg" cpu.weight 200 &&
+                        pass "root: peltctl set-shares 2048 --runtime (cpu.weight 200)" || bus_fail "root: peltctl set-shares: $out"
+                echo "    \$ peltctl status"
+                peltctl status 2>&1 | sed 's/^/    /'
+                rm -f /etc/peltd/peltd.conf.d/90-peltctl.conf
+        else
+                echo "note: no peltctl in this build; its guest checks are left out"
+        fi
+
+        rm -f "$rules"
+        systemctl restart polkit.service
+        out=$(user_call SetPolicy string:performance)
+        [[ $out == *"AccessDenied: SetPolicy is not allowed"* ]] && pass "$user once the rule is gone: refused again" ||
+                bus_fail "$user once the rule is gone: $out"
+        systemctl stop peltd.service
+        a=$(show "$work" AllowedCPUs) w=$(show "$work" CPUWeight)
+        [[ $a == "" && $w == "[not set]" ]] && pass "stop: $work's AllowedCPUs= and CPUWeight= not set again" ||
+                bus_fail "stop: $work AllowedCPUs=\"$a\" CPUWeight=$w"
+        systemctl stop "${units[@]}"
+        units=()
 }
 
 for p in "${parts[@]}"; do

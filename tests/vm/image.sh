@@ -18,9 +18,11 @@ cache=${PELTD_VM_CACHE:-/var/cache/peltd-vm}
 suite=bookworm
 
 # What the guest needs beyond minbase: systemd and the bus, the libraries peltd, duty-cycle and
-# the real-kernel tests link (libsystemd0 comes with systemd), kmod for the 9p modules. No udev:
+# the real-kernel tests link (libsystemd0 comes with systemd), kmod for the 9p modules,
+# polkitd (it decides who but root may change peltd's settings over the bus; libpam-systemd gives the
+# logind it needs). No udev:
 # nothing here waits for a device, and its coldplug costs seconds of every boot under emulation.
-packages=systemd,systemd-sysv,dbus,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0
+packages=systemd,systemd-sysv,dbus,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0,libpam-systemd,polkitd
 
 die() {
         echo "vm/image: $*" >&2
@@ -158,10 +160,10 @@ hostshare /mnt/host 9p trans=virtio,version=9p2000.L,msize=262144,nofail 0 0
 EOF
 mkdir -p "$rootfs/etc/modules-load.d" "$rootfs/etc/systemd/system/multi-user.target.wants"
 printf '9p\n9pnet_virtio\n' >"$rootfs/etc/modules-load.d/9p.conf"
-# Units that only cost boot time here.
+# Units that only cost boot time here (not systemd-logind: polkitd needs it).
 for u in apt-daily.timer apt-daily-upgrade.timer e2scrub_all.timer e2scrub_reap.service fstrim.timer \
         dpkg-db-backup.timer getty@tty1.service serial-getty@ttyS0.service getty.target \
-        systemd-logind.service systemd-update-utmp.service systemd-update-utmp-runlevel.service \
+        systemd-update-utmp.service systemd-update-utmp-runlevel.service \
         systemd-journal-flush.service modprobe@drm.service modprobe@dm_mod.service modprobe@fuse.service \
         modprobe@loop.service dev-hugepages.mount sys-kernel-tracing.mount sys-kernel-debug.mount \
         systemd-firstboot.service systemd-random-seed.service systemd-user-sessions.service \
