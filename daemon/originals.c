@@ -17,12 +17,34 @@
 #define STATE_FILE_MAX (16U * 1024 * 1024)
 #define EMPTY_STATE "{\"version\": 1, \"entries\": []}"
 
+/*
+ * A change made in memory since the last save, and how to take it back: an entry ADDED (its key),
+ * CHANGED (its key, and the original and written values it had) or DROPPED (all of it).
+ */
+typedef enum UndoKind {
+        UNDO_ADDED,
+        UNDO_CHANGED,
+        UNDO_DROPPED,
+} UndoKind;
+
+struct OriginalUndo {
+        UndoKind kind;
+        Original e;
+};
+
 static void original_done(Original *e) {
         free(e->hierarchy);
         free(e->group);
         free(e->file);
         free(e->original);
         free(e->written);
+        *e = (Original){};
+}
+
+static void undo_clear(Originals *o) {
+        for (size_t i = 0; i < o->n_undo; i++)
+                original_done(&o->undo[i].e);
+        o->n_undo = 0;
 }
 
 Originals *originals_free(Originals *o) {
@@ -31,6 +53,9 @@ Originals *originals_free(Originals *o) {
         for (size_t i = 0; i < o->n_entries; i++)
                 original_done(&o->entries[i]);
         free(o->entries);
+        undo_clear(o);
+        free(o->undo);
+        free(o->index);
         strv_free(o->refused);
         free(o->path);
         free(o);
@@ -219,6 +244,7 @@ int originals_parse(const char *path, const char *text, size_t n, Originals **re
 
         n = json_object_array_length(entries);
         o->entries = new0(Original, MAX(n, 1u));
+        o->allocated = MAX(n, 1u);
         if (!o->entries) {
                 json_object_put(root);
                 return -ENOMEM;
@@ -283,14 +309,69 @@ int originals_load(const char *path, Originals **ret) {
         return originals_load_checked(path, ret, NULL);
 }
 
-const Original *originals_find(const Originals *o, const char *hierarchy, const char *group, const char *file) {
+/* FNV-1a over hierarchy, group and file, each with its NUL. */
+static uint32_t key_hash(const char *hierarchy, const char *group, const char *file) {
+        uint32_t h = 2166136261u;
+
+        for (const char *parts[] = { hierarchy, group, file }, **p = parts; p < parts + 3; p++)
+                for (const unsigned char *c = (const unsigned char *) *p;; c++) {
+                        h = (h ^ *c) * 16777619u;
+                        if (!*c)
+                                break;
+                }
+        return h;
+}
+
+static bool key_is(const Original *e, const char *hierarchy, const char *group, const char *file) {
+        return streq(e->group, group) && streq(e->file, file) && streq(e->hierarchy, hierarchy);
+}
+
+/* The index slot that holds entry i, or the empty slot where a key would go. */
+static size_t slot_of(const Originals *o, const char *hierarchy, const char *group, const char *file) {
+        size_t mask = o->index_size - 1, s = key_hash(hierarchy, group, file) & mask;
+
+        while (o->index[s] != 0 && !key_is(&o->entries[o->index[s] - 1], hierarchy, group, file))
+                s = (s + 1) & mask;
+        return s;
+}
+
+/* (Re)builds the index with room for at least `want` entries at half load. */
+static int index_build(Originals *o, size_t want) {
+        size_t size = 16;
+        uint32_t *ix;
+
+        while (size < 2 * want)
+                size *= 2;
+        if (want > UINT32_MAX - 1)
+                return -ENOMEM;
+        ix = new0(uint32_t, size);
+        if (!ix)
+                return -ENOMEM;
+        free(o->index);
+        o->index = ix;
+        o->index_size = size;
         for (size_t i = 0; i < o->n_entries; i++) {
                 const Original *e = &o->entries[i];
 
-                if (streq(e->hierarchy, hierarchy) && streq(e->group, group) && streq(e->file, file))
-                        return e;
+                o->index[slot_of(o, e->hierarchy, e->group, e->file)] = (uint32_t) i + 1;
         }
-        return NULL;
+        return 0;
+}
+
+const Original *originals_find(const Originals *o, const char *hierarchy, const char *group, const char *file) {
+        size_t s;
+
+        if (o->n_entries == 0)
+                return NULL;
+        if (!o->index && index_build((Originals *) o, o->n_entries) < 0) {
+                /* Out of memory for the index: look the slow way. */
+                for (size_t i = 0; i < o->n_entries; i++)
+                        if (key_is(&o->entries[i], hierarchy, group, file))
+                                return &o->entries[i];
+                return NULL;
+        }
+        s = slot_of(o, hierarchy, group, file);
+        return o->index[s] ? &o->entries[o->index[s] - 1] : NULL;
 }
 
 static json_object *to_json(const Originals *o) {
@@ -321,7 +402,7 @@ static json_object *to_json(const Originals *o) {
         return root;
 }
 
-int originals_save(const Originals *o) {
+int originals_save(Originals *o) {
         _cleanup_free_ char *tmp = NULL;
         _cleanup_close_ int fd = -1, dfd = -1;
         _cleanup_free_ char *dircopy = NULL;
@@ -333,6 +414,8 @@ int originals_save(const Originals *o) {
         if (o->n_entries == 0) {
                 if (unlink(o->path) < 0 && errno != ENOENT)
                         return negative_errno();
+                undo_clear(o);
+                o->n_saves++;
                 return 0;
         }
 
@@ -382,68 +465,227 @@ int originals_save(const Originals *o) {
                 if (dfd >= 0)
                         (void) fsync(dfd);
         }
+        undo_clear(o);
+        o->n_saves++;
         return 0;
 }
 
-int originals_record(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
-                     const char *written) {
-        Original *e = (Original *) originals_find(o, hierarchy, group, file);
+static int undo_push(Originals *o, UndoKind kind, Original e) {
+        if (o->n_undo == o->allocated_undo) {
+                size_t na = o->allocated_undo ? o->allocated_undo * 2 : 16;
+                OriginalUndo *n = realloc(o->undo, na * sizeof *n);
+
+                if (!n)
+                        return -ENOMEM;
+                o->undo = n;
+                o->allocated_undo = na;
+        }
+        o->undo[o->n_undo++] = (OriginalUndo){ .kind = kind, .e = e };
+        return 0;
+}
+
+/* Appends e (its strings taken over) and indexes it. */
+static int entry_append(Originals *o, Original e) {
         int r;
 
-        if (e) {
-                char *w, *old = e->written;
+        if (o->n_entries == o->allocated) {
+                size_t na = o->allocated ? o->allocated * 2 : 16;
+                Original *n = realloc(o->entries, na * sizeof *n);
 
-                if (streq(old, written))
-                        return 0; /* saved already */
-                w = strdup(written);
-                if (!w)
+                if (!n)
                         return -ENOMEM;
-                e->written = w;
-                r = originals_save(o);
-                if (r < 0) {
-                        e->written = old;
-                        free(w);
-                        return r;
-                }
-                free(old);
-                return 0;
+                o->entries = n;
+                o->allocated = na;
         }
+        if (!o->index || 2 * (o->n_entries + 1) > o->index_size) {
+                r = index_build(o, o->n_entries + 1);
+                if (r < 0)
+                        return r;
+        }
+        o->entries[o->n_entries] = e;
+        o->index[slot_of(o, e.hierarchy, e.group, e.file)] = (uint32_t) ++o->n_entries;
+        return 0;
+}
 
-        Original *n = realloc(o->entries, sizeof(Original) * (o->n_entries + 1));
-        if (!n)
+/*
+ * Takes entry i out (its strings are the caller's now): the last entry moves into its place, and
+ * the index closes the gap (backward-shift deletion, so that no probe sequence is broken).
+ */
+static Original entry_remove(Originals *o, size_t i) {
+        Original e = o->entries[i];
+        size_t mask = o->index_size - 1, hole = slot_of(o, e.hierarchy, e.group, e.file), last = o->n_entries - 1;
+
+        for (size_t s = (hole + 1) & mask; o->index[s] != 0; s = (s + 1) & mask) {
+                const Original *x = &o->entries[o->index[s] - 1];
+                size_t home = key_hash(x->hierarchy, x->group, x->file) & mask;
+
+                /* Moves back into the hole unless its home lies cyclically in (hole, s]. */
+                if (hole <= s ? home <= hole || home > s : home <= hole && home > s) {
+                        o->index[hole] = o->index[s];
+                        hole = s;
+                }
+        }
+        o->index[hole] = 0;
+        if (i != last) {
+                const Original *m = &o->entries[last];
+
+                o->index[slot_of(o, m->hierarchy, m->group, m->file)] = (uint32_t) i + 1;
+                o->entries[i] = *m;
+        }
+        o->n_entries--;
+        return e;
+}
+
+static int dup_key(const Original *from, Original *to) {
+        *to = (Original){ .hierarchy = strdup(from->hierarchy), .group = strdup(from->group), .file = strdup(from->file) };
+        if (!to->hierarchy || !to->group || !to->file) {
+                original_done(to);
                 return -ENOMEM;
-        o->entries = n;
-        e = &o->entries[o->n_entries];
-        *e = (Original){
+        }
+        return 0;
+}
+
+/* Sets an existing entry's values (either may be NULL: unchanged), remembering the old ones. */
+static int entry_change(Originals *o, Original *e, const char *original, const char *written) {
+        Original u;
+        char *no = original ? strdup(original) : NULL, *nw = written ? strdup(written) : NULL;
+        int r;
+
+        if ((original && !no) || (written && !nw) || dup_key(e, &u) < 0) {
+                free(no);
+                free(nw);
+                return -ENOMEM;
+        }
+        u.original = original ? e->original : NULL;
+        u.written = written ? e->written : NULL;
+        r = undo_push(o, UNDO_CHANGED, u);
+        if (r < 0) {
+                u.original = u.written = NULL;
+                original_done(&u);
+                free(no);
+                free(nw);
+                return r;
+        }
+        if (original)
+                e->original = no;
+        if (written)
+                e->written = nw;
+        return 0;
+}
+
+int originals_put(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
+                  const char *written) {
+        Original *e = (Original *) originals_find(o, hierarchy, group, file), n, u;
+        int r;
+
+        if (e)
+                return streq(e->written, written) ? 0 : entry_change(o, e, NULL, written);
+
+        n = (Original){
                 .hierarchy = strdup(hierarchy),
                 .group = strdup(group),
                 .file = strdup(file),
                 .original = strdup(original),
                 .written = strdup(written),
         };
-        if (!e->hierarchy || !e->group || !e->file || !e->original || !e->written) {
-                original_done(e);
+        if (!n.hierarchy || !n.group || !n.file || !n.original || !n.written || dup_key(&n, &u) < 0) {
+                original_done(&n);
                 return -ENOMEM;
         }
-        o->n_entries++;
-        r = originals_save(o);
+        r = undo_push(o, UNDO_ADDED, u);
         if (r < 0) {
-                o->n_entries--;
-                original_done(e);
+                original_done(&u);
+                original_done(&n);
                 return r;
         }
-        return 0;
+        r = entry_append(o, n);
+        if (r < 0) {
+                original_done(&o->undo[--o->n_undo].e);
+                original_done(&n);
+        }
+        return r;
 }
 
-int originals_forget(Originals *o, const char *hierarchy, const char *group, const char *file) {
+int originals_set_original(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original) {
         Original *e = (Original *) originals_find(o, hierarchy, group, file);
-        size_t i;
+
+        if (!e)
+                return -ENOENT;
+        return streq(e->original, original) ? 0 : entry_change(o, e, original, NULL);
+}
+
+int originals_drop(Originals *o, const char *hierarchy, const char *group, const char *file) {
+        const Original *e = originals_find(o, hierarchy, group, file);
+        int r;
 
         if (!e)
                 return 0;
-        i = (size_t) (e - o->entries);
-        original_done(e);
-        memmove(e, e + 1, sizeof(Original) * (o->n_entries - i - 1));
-        o->n_entries--;
-        return originals_save(o);
+        /* Room for the undo first: taking the entry out cannot fail then. */
+        r = undo_push(o, UNDO_DROPPED, (Original){});
+        if (r < 0)
+                return r;
+        o->undo[o->n_undo - 1].e = entry_remove(o, (size_t) (e - o->entries));
+        return 0;
+}
+
+bool originals_dirty(const Originals *o) {
+        return o->n_undo > 0;
+}
+
+/* Takes back every change since the last save, newest first. */
+static void rollback(Originals *o) {
+        while (o->n_undo > 0) {
+                OriginalUndo *u = &o->undo[--o->n_undo];
+                Original *e = (Original *) originals_find(o, u->e.hierarchy, u->e.group, u->e.file);
+
+                switch (u->kind) {
+                case UNDO_ADDED:
+                        if (e) {
+                                Original gone = entry_remove(o, (size_t) (e - o->entries));
+
+                                original_done(&gone);
+                        }
+                        break;
+                case UNDO_CHANGED:
+                        if (e && u->e.original) {
+                                free(e->original);
+                                e->original = TAKE_PTR(u->e.original);
+                        }
+                        if (e && u->e.written) {
+                                free(e->written);
+                                e->written = TAKE_PTR(u->e.written);
+                        }
+                        break;
+                case UNDO_DROPPED:
+                        /* Its room was there before it was dropped; the index may need to grow. */
+                        if (!e && entry_append(o, u->e) >= 0)
+                                u->e = (Original){};
+                        break;
+                }
+                original_done(&u->e);
+        }
+}
+
+int originals_commit(Originals *o) {
+        int r;
+
+        if (!originals_dirty(o))
+                return 0;
+        r = originals_save(o);
+        if (r < 0)
+                rollback(o);
+        return r;
+}
+
+int originals_record(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
+                     const char *written) {
+        int r = originals_put(o, hierarchy, group, file, original, written);
+
+        return r < 0 ? r : originals_commit(o);
+}
+
+int originals_forget(Originals *o, const char *hierarchy, const char *group, const char *file) {
+        int r = originals_drop(o, hierarchy, group, file);
+
+        return r < 0 ? r : originals_commit(o);
 }

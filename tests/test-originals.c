@@ -274,6 +274,143 @@ static void test_parse_exact_buffer(_unused_ void **state) {
         free(buf);
 }
 
+/* Changes staged in memory reach the disk together, in one save, and only when something changed. */
+static void test_staged_changes_saved_once(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
+        unsigned saves;
+        struct stat st;
+        char group[32];
+
+        unlink(path);
+        assert_int_equal(originals_load(path, &o), 0);
+        for (int i = 0; i < 500; i++) {
+                snprintf(group, sizeof group, "/g%d", i);
+                assert_int_equal(originals_put(o, "cpuset", group, "cpuset.cpus", "0-3", "0"), 0);
+                assert_int_equal(originals_put(o, "cpu", group, "cpu.shares", "1024", "2048"), 0);
+        }
+        assert_true(originals_dirty(o));
+        /* Nothing on disk until the commit, then everything with one save. */
+        assert_int_equal(stat(path, &st), -1);
+        saves = o->n_saves;
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(o->n_saves, saves + 1);
+        assert_false(originals_dirty(o));
+        assert_int_equal(originals_load(path, &again), 0);
+        assert_int_equal(again->n_entries, 1000);
+        assert_string_equal(originals_find(again, "cpu", "/g499", "cpu.shares")->written, "2048");
+        originals_free(TAKE_PTR(again));
+
+        /* Nothing changed: no save. The same written value again changes nothing either. */
+        assert_int_equal(originals_put(o, "cpuset", "/g7", "cpuset.cpus", "1-2", "0"), 0);
+        assert_false(originals_dirty(o));
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(o->n_saves, saves + 1);
+
+        /* Someone else's value taken as the original, a new written value, a drop: one save. */
+        assert_int_equal(originals_set_original(o, "cpuset", "/g7", "cpuset.cpus", "1-2"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/g7", "cpuset.cpus", "9-9", "1"), 0);
+        assert_int_equal(originals_drop(o, "cpu", "/g7", "cpu.shares"), 0);
+        assert_int_equal(originals_set_original(o, "cpu", "/g7", "cpu.shares", "1"), -ENOENT);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(o->n_saves, saves + 2);
+        assert_int_equal(originals_load(path, &again), 0);
+        assert_int_equal(again->n_entries, 999);
+        assert_string_equal(originals_find(again, "cpuset", "/g7", "cpuset.cpus")->original, "1-2");
+        assert_string_equal(originals_find(again, "cpuset", "/g7", "cpuset.cpus")->written, "1");
+        assert_null(originals_find(again, "cpu", "/g7", "cpu.shares"));
+
+        /* Everything dropped: the file goes, with one save. */
+        while (o->n_entries > 0)
+                assert_int_equal(originals_drop(o, o->entries[0].hierarchy, o->entries[0].group, o->entries[0].file), 0);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(o->n_saves, saves + 3);
+        assert_int_equal(stat(path, &st), -1);
+}
+
+/* A commit that cannot be saved takes its changes back in memory: memory and disk agree. */
+static void test_failed_commit_rolls_back(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        char *saved_path;
+
+        unlink(path);
+        assert_int_equal(originals_load(path, &o), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/a", "cpuset.cpus", "0-3", "0"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/b", "cpuset.cpus", "0-3", "1"), 0);
+        assert_int_equal(originals_put(o, "cpu", "/b", "cpu.shares", "1024", "512"), 0);
+        assert_int_equal(originals_commit(o), 0);
+
+        /* Unwritable from now on (/proc takes no new files). */
+        saved_path = o->path;
+        o->path = strdup("/proc/peltd-test/originals");
+        assert_non_null(o->path);
+        assert_int_equal(originals_put(o, "cpuset", "/a", "cpuset.cpus", "0-3", "2"), 0);
+        assert_int_equal(originals_set_original(o, "cpuset", "/b", "cpuset.cpus", "3"), 0);
+        assert_int_equal(originals_drop(o, "cpu", "/b", "cpu.shares"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/c", "cpuset.cpus", "0-3", "3"), 0);
+        assert_int_equal(originals_drop(o, "cpuset", "/c", "cpuset.cpus"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/d", "cpuset.cpus", "0-3", "3"), 0);
+        assert_int_equal(o->n_entries, 3);
+        assert_true(originals_commit(o) < 0);
+
+        assert_false(originals_dirty(o));
+        assert_int_equal(o->n_entries, 3);
+        assert_string_equal(originals_find(o, "cpuset", "/a", "cpuset.cpus")->written, "0");
+        assert_string_equal(originals_find(o, "cpuset", "/b", "cpuset.cpus")->original, "0-3");
+        assert_string_equal(originals_find(o, "cpu", "/b", "cpu.shares")->written, "512");
+        assert_null(originals_find(o, "cpuset", "/c", "cpuset.cpus"));
+        assert_null(originals_find(o, "cpuset", "/d", "cpuset.cpus"));
+        /* A failed originals_record() leaves nothing behind either. */
+        assert_true(originals_record(o, "cpuset", "/e", "cpuset.cpus", "0-3", "1") < 0);
+        assert_null(originals_find(o, "cpuset", "/e", "cpuset.cpus"));
+        free(o->path);
+        o->path = saved_path;
+        assert_int_equal(originals_forget(o, "cpuset", "/a", "cpuset.cpus"), 0);
+        assert_int_equal(originals_forget(o, "cpuset", "/b", "cpuset.cpus"), 0);
+        assert_int_equal(originals_forget(o, "cpu", "/b", "cpu.shares"), 0);
+}
+
+/* The index against a plain search, through thousands of adds and drops in a shuffled order. */
+static void test_index_many_entries(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        enum { N = 6000 };
+        static bool present[N];
+        char group[32];
+        unsigned seed = 12345;
+        static const char empty[] = "{\"version\": 1, \"entries\": []}";
+
+        assert_int_equal(originals_parse(path, empty, sizeof empty - 1, &o), 0);
+        for (int round = 0; round < 4; round++)
+                for (int k = 0; k < N; k++) {
+                        int i;
+
+                        seed = seed * 1103515245u + 12345u;
+                        i = (int) ((seed >> 8) % N);
+                        snprintf(group, sizeof group, "/g%d", i);
+                        if (present[i])
+                                assert_int_equal(originals_drop(o, "cpuset", group, "cpuset.cpus"), 0);
+                        else
+                                assert_int_equal(originals_put(o, "cpuset", group, "cpuset.cpus", "0-1", group), 0);
+                        present[i] = !present[i];
+                }
+        for (int i = 0, n = 0; i < N; i++) {
+                const Original *e;
+                bool found = false;
+
+                snprintf(group, sizeof group, "/g%d", i);
+                e = originals_find(o, "cpuset", group, "cpuset.cpus");
+                for (size_t j = 0; j < o->n_entries; j++)
+                        found |= streq(o->entries[j].group, group);
+                assert_int_equal(!!e, present[i]);
+                assert_int_equal(found, present[i]);
+                if (e)
+                        assert_string_equal(e->written, group);
+                assert_null(originals_find(o, "cpu", group, "cpuset.cpus"));
+                n += present[i];
+                if (i == N - 1)
+                        assert_int_equal(o->n_entries, (size_t) n);
+        }
+}
+
 static int setup(_unused_ void **state) {
         if (!test_mkdtemp(tmpdir))
                 return -1;
@@ -300,6 +437,9 @@ int main(void) {
                 cmocka_unit_test(test_untrusted_state_files),
                 cmocka_unit_test(test_tmp_symlink_left_alone),
                 cmocka_unit_test(test_parse_exact_buffer),
+                cmocka_unit_test(test_staged_changes_saved_once),
+                cmocka_unit_test(test_failed_commit_rolls_back),
+                cmocka_unit_test(test_index_many_entries),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -7,10 +7,11 @@
 
 /*
  * The state file: for every cgroup file (or systemd unit property) peltd has changed, the value it
- * held before peltd's first change and the value peltd wrote last. It is rewritten (temporary
- * file, fsync, rename; mode 0600) BEFORE each write, so a crash at any point leaves a file that
- * names every value that may have been changed. A lock file beside it (STATE.lock) is held for the
- * daemon's lifetime and by --restore, so two of them never race.
+ * held before peltd's first change and the value peltd wrote last. Changes are made in memory
+ * (originals_put(), originals_drop()) and saved together by originals_commit() (temporary file,
+ * fsync, rename; mode 0600): once for all the writes of a round, BEFORE any of them, so a crash
+ * at any point leaves a file that names every value that may have been changed. A lock file beside
+ * it (STATE.lock) is held for the daemon's lifetime and by --restore, so two of them never race.
  *
  * The format is JSON: {"version": 1, "entries": [{"hierarchy", "group", "file", "original",
  * "written"}]}. "hierarchy" names where the group lives ("cpuset", "cpu" on v1, "unified" on v2,
@@ -25,6 +26,8 @@ typedef struct Original {
         char *written;
 } Original;
 
+typedef struct OriginalUndo OriginalUndo;
+
 typedef struct Originals {
         char *path;
         Original *entries;
@@ -32,6 +35,14 @@ typedef struct Originals {
         /* Entries of the file that broke a rule (original_check()), described for the log; never written. */
         char **refused;
         size_t n_refused;
+        unsigned n_saves;            /* times the file was written or removed (the tests count them) */
+
+        /* originals.c's own: the entries' capacity, an index by key, the changes since the last save. */
+        size_t allocated;
+        uint32_t *index;             /* open addressing, linear probing: entry number + 1, 0 for none */
+        size_t index_size;           /* a power of two, at least twice n_entries */
+        OriginalUndo *undo;
+        size_t n_undo, allocated_undo;
 } Originals;
 
 /*
@@ -68,19 +79,41 @@ Originals *originals_free(Originals *o);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Originals *, originals_free);
 #define _cleanup_originals_ _cleanup_(originals_freep)
 
+/* The entry of a file, or NULL; a hash lookup (the set may hold many thousands). */
 const Original *originals_find(const Originals *o, const char *hierarchy, const char *group, const char *file);
 
 /*
- * Records that `written` is about to be written where `original` was found, and saves the file.
- * An existing entry keeps its original and takes the new written value (the file is not saved
- * again when the entry holds that value already). On failure nothing is
- * recorded (in memory or on disk) and the caller must not write.
+ * In memory only, until originals_commit(): records that `written` is about to be written where
+ * `original` was found. An existing entry keeps its original and takes the new written value.
+ * Returns 0 or -ENOMEM (then nothing changed).
+ */
+int originals_put(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
+                  const char *written);
+/* In memory only: the entry's original is now `original` (someone else's value), its written value stays. */
+int originals_set_original(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original);
+/* In memory only: drops an entry (restored, or no longer ours); 0 also when there is none. */
+int originals_drop(Originals *o, const char *hierarchy, const char *group, const char *file);
+
+/* Whether anything changed in memory since the last save. */
+bool originals_dirty(const Originals *o);
+
+/*
+ * Saves every change since the last save in one atomic write (nothing to do: 0, nothing written).
+ * On failure those changes are taken back in memory too, so that memory and disk agree, and the
+ * caller must not make the writes they were for.
+ */
+int originals_commit(Originals *o);
+
+/*
+ * originals_put() and originals_commit(): one record, saved at once (the file is not saved again
+ * when the entry holds that value already). On failure nothing is recorded (in memory or on disk;
+ * other uncommitted changes are taken back too) and the caller must not write.
  */
 int originals_record(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
                      const char *written);
 
-/* Drops an entry (restored, or no longer ours) and saves. */
+/* originals_drop() and originals_commit(). */
 int originals_forget(Originals *o, const char *hierarchy, const char *group, const char *file);
 
-/* Writes the set to disk (atomically); with no entries, removes the file. */
-int originals_save(const Originals *o);
+/* Writes the set to disk (atomically); with no entries, removes the file. Uncommitted changes count as saved. */
+int originals_save(Originals *o);
