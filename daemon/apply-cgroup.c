@@ -200,34 +200,37 @@ static bool back_to_original(const Originals *o, const CgWrite *w, const char *v
 
 /*
  * Takes items[i]'s file from from[i] to to[i], in an order the kernel accepts, retrying refusals
- * while any write makes progress. When record is set, the state file learns each value before it
- * is written (and a write whose value cannot be recorded is not made). errors[i] gets each item's
- * result. Returns the first error, or 0.
+ * while any write makes progress. errors[i] gets each item's result. Nothing is recorded here: the
+ * records of these values are saved before (cg_batch_record(), originals_commit()). Returns the
+ * first error, or 0.
  */
 static int write_items(const CgroupIO *io, CgWrite *const *items, const char *const *from, const char *const *to,
-                       int *errors, size_t n, Originals *record) {
+                       int *errors, size_t n) {
         _cleanup_free_ Step *steps = new0(Step, 2 * MAX(n, 1u));
+        _cleanup_free_ size_t *first_step = new0(size_t, MAX(n, 1u));
         size_t m = 0;
         bool progress = true;
         int r, first = 0;
 
-        if (!steps)
+        if (!steps || !first_step)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 errors[i] = 0;
+                first_step[i] = SIZE_MAX;
                 r = plan_item(steps, &m, i, items[i], from[i], to[i]);
                 if (r < 0)
                         goto finish;
         }
         qsort(steps, m, sizeof *steps, cmp_step);
-        /* A second step waits for the first step of its item. */
-        for (size_t s = 0; s < m; s++)
-                if (steps[s].after >= 0) {
-                        steps[s].after = -1;
-                        for (size_t t = 0; t < s; t++)
-                                if (steps[t].item == steps[s].item)
-                                        steps[s].after = (int) t;
-                }
+        /* A second step waits for the first step of its item (its widening, which sorts before it). */
+        for (size_t s = 0; s < m; s++) {
+                size_t *f = &first_step[steps[s].item];
+
+                if (*f == SIZE_MAX)
+                        *f = s;
+                if (steps[s].after >= 0)
+                        steps[s].after = *f != s ? (int) *f : -1;
+        }
 
         while (progress) {
                 progress = false;
@@ -239,19 +242,6 @@ static int write_items(const CgroupIO *io, CgWrite *const *items, const char *co
                                 continue;
                         if (st->after >= 0 && steps[st->after].error != 0)
                                 continue;
-                        if (record && !back_to_original(record, w, st->value)) {
-                                _cleanup_free_ char *v = recorded_value(record, w, st->value);
-
-                                r = v ? originals_record(record, w->hierarchy, w->group, w->file, w->old, v) : -ENOMEM;
-                                if (r < 0) {
-                                        /* No change without a record: not written; the caller says why. */
-                                        log_debug_errno(r, "Failed to record the original %s of %s in %s, not writing it: %m",
-                                                        w->file, w->group, record->path);
-                                        st->error = r;
-                                        w->unrecorded = true;
-                                        continue;
-                                }
-                        }
                         r = io->write(io->userdata, w->hierarchy, w->group, w->file, st->value);
                         st->error = r < 0 ? r : 0;
                         if (r >= 0)
@@ -277,7 +267,26 @@ finish:
         return r;
 }
 
-/* Brings the state file in line with what a file holds now (after a failure or a rollback). */
+/*
+ * Stages the record of each of items[i] going to values[i] (none for one back to its original).
+ * Returns 0, or the first error with nothing more staged.
+ */
+static int stage_records(Originals *o, CgWrite *const *items, const char *const *values, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *v = NULL;
+                int r;
+
+                if (back_to_original(o, items[i], values[i]))
+                        continue;
+                v = recorded_value(o, items[i], values[i]);
+                r = v ? originals_put(o, items[i]->hierarchy, items[i]->group, items[i]->file, items[i]->old, v) : -ENOMEM;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* Brings the records in line with what a file holds now (after a failure or a rollback), in memory. */
 static void sync_record(Originals *o, const CgWrite *w, const char *now) {
         const Original *e;
 
@@ -287,9 +296,9 @@ static void sync_record(Originals *o, const CgWrite *w, const char *now) {
         if (!e)
                 return;
         if (value_holds(w->file, now, e->original))
-                (void) originals_forget(o, w->hierarchy, w->group, w->file);
+                (void) originals_drop(o, w->hierarchy, w->group, w->file);
         else if (!value_holds(w->file, now, e->written))
-                (void) originals_record(o, w->hierarchy, w->group, w->file, e->original, now);
+                (void) originals_put(o, w->hierarchy, w->group, w->file, e->original, now);
 }
 
 /*
@@ -447,19 +456,8 @@ unsigned cg_retry_succeeded(CgRetry *s) {
         return n;
 }
 
-int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run) {
-        _cleanup_free_ CgWrite **items = NULL;
-        _cleanup_free_ const char **from = NULL, **to = NULL;
-        _cleanup_free_ int *errors = NULL;
-        size_t m = 0, k = 0;
-        int r, rb;
-
-        items = new0(CgWrite *, MAX(n, 1u));
-        from = new0(const char *, MAX(n, 1u));
-        to = new0(const char *, MAX(n, 1u));
-        errors = new0(int, MAX(n, 1u));
-        if (!items || !from || !to || !errors)
-                return -ENOMEM;
+int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n) {
+        int r;
 
         /* Read everything first: a vanished group or a value that would empty a cpuset stops the batch untouched. */
         for (size_t i = 0; i < n; i++) {
@@ -486,89 +484,235 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                 }
                 if (r < 0)
                         return w[i].error = r;
-                if (!value_holds(w[i].file, w[i].old, w[i].value)) {
-                        items[m] = &w[i];
-                        from[m] = w[i].old;
-                        to[m] = w[i].value;
-                        w[i].changed = true;
-                        m++;
+                w[i].changed = !value_holds(w[i].file, w[i].old, w[i].value);
+        }
+        return 0;
+}
+
+int cg_batch_record(Originals *o, CgWrite *w, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                CgWrite *item = &w[i];
+                int r;
+
+                if (!item->changed)
+                        continue;
+                r = stage_records(o, &item, (const char *const *) &item->value, 1);
+                if (r < 0) {
+                        /* No change without a record: nothing of the batch is written; the caller says why. */
+                        cg_batch_unrecorded(w, n, r);
+                        return r;
                 }
         }
-        if (m == 0 || dry_run)
-                return 0;
+        return 0;
+}
 
-        r = write_items(io, items, from, to, errors, m, originals);
-        if (r == 0)
-                return 0;
+void cg_batch_unrecorded(CgWrite *w, size_t n, int err) {
+        for (size_t i = 0; i < n; i++)
+                if (w[i].changed) {
+                        w[i].unrecorded = true;
+                        w[i].error = err;
+                }
+}
 
-        /*
-         * All or nothing: put back every file this batch touched. What each holds now is read
-         * again (a move may have stopped half way), and taken back to what it held before.
-         */
-        {
-                _cleanup_free_ CgWrite **back = new0(CgWrite *, m);
-                _cleanup_free_ const char **bfrom = new0(const char *, m), **bto = new0(const char *, m);
-                _cleanup_free_ int *berrors = new0(int, m);
-                _cleanup_strv_free_ char **now = new0(char *, m + 1);
-                _cleanup_free_ const char **undo = new0(const char *, m);
-                _cleanup_strv_free_ char **words = new0(char *, m + 1);
+/*
+ * What failed is taken back: every file this batch touched goes back to what it held before. What
+ * each holds now is read again (a move may have stopped half way). Values going back that are not
+ * originals are recorded first (as any write); the records then follow what the files hold, in
+ * memory. Returns the rollback's error, or 0.
+ */
+static int roll_back(const CgroupIO *io, Originals *o, CgWrite **items, const int *errors, size_t m) {
+        _cleanup_free_ CgWrite **back = new0(CgWrite *, MAX(m, 1u));
+        _cleanup_free_ const char **bfrom = new0(const char *, MAX(m, 1u)), **bto = new0(const char *, MAX(m, 1u));
+        _cleanup_free_ int *berrors = new0(int, MAX(m, 1u));
+        _cleanup_strv_free_ char **now = new0(char *, m + 1);
+        _cleanup_free_ const char **undo = new0(const char *, MAX(m, 1u));
+        _cleanup_strv_free_ char **words = new0(char *, m + 1);
+        size_t k = 0;
+        int rb = 0;
 
-                if (!back || !bfrom || !bto || !berrors || !now || !undo || !words)
-                        return -ENOMEM;
-                /*
-                 * What takes each file back: its old value, but for subtree_control (written as
-                 * "+cpuset", read as a list) the opposite word.
-                 */
-                for (size_t i = 0, nw = 0; i < m; i++) {
-                        const char *v = items[i]->value;
+        if (!back || !bfrom || !bto || !berrors || !now || !undo || !words)
+                return -ENOMEM;
+        /* What takes each file back: its old value, but for subtree_control (written as "+cpuset", read as a list) the opposite word. */
+        for (size_t i = 0, nw = 0; i < m; i++) {
+                const char *v = items[i]->value;
 
-                        undo[i] = items[i]->old;
-                        if (is_subtree_control(items[i]->file) && (v[0] == '+' || v[0] == '-')) {
-                                /* words stays NULL-terminated: strings are added one after another. */
-                                if (asprintf(&words[nw], "%c%s", v[0] == '+' ? '-' : '+', v + 1) < 0) {
-                                        words[nw] = NULL;
-                                        return -ENOMEM;
+                undo[i] = items[i]->old;
+                if (is_subtree_control(items[i]->file) && (v[0] == '+' || v[0] == '-')) {
+                        /* words stays NULL-terminated: strings are added one after another. */
+                        if (asprintf(&words[nw], "%c%s", v[0] == '+' ? '-' : '+', v + 1) < 0) {
+                                words[nw] = NULL;
+                                return -ENOMEM;
+                        }
+                        undo[i] = words[nw++];
+                }
+        }
+        for (size_t i = 0; i < m; i++) {
+                items[i]->error = errors[i];
+                if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &now[i]) < 0)
+                        continue;
+                if (value_holds(items[i]->file, now[i], undo[i]))
+                        continue;
+                back[k] = items[i];
+                bfrom[k] = now[i];
+                bto[k] = undo[i];
+                k++;
+        }
+        if (o && k > 0) {
+                rb = stage_records(o, back, bto, k);
+                if (rb >= 0)
+                        rb = originals_commit(o);
+                else
+                        originals_rollback(o);
+                if (rb < 0) {
+                        /* Not recorded, not written: only what goes back to its original still goes. */
+                        size_t j = 0;
+
+                        for (size_t i = 0; i < k; i++)
+                                if (back_to_original(o, back[i], bto[i])) {
+                                        back[j] = back[i];
+                                        bfrom[j] = bfrom[i];
+                                        bto[j++] = bto[i];
                                 }
-                                undo[i] = words[nw++];
-                        }
-                }
-                for (size_t i = 0; i < m; i++) {
-                        items[i]->error = errors[i];
-                        if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &now[i]) < 0)
-                                continue;
-                        if (value_holds(items[i]->file, now[i], undo[i]))
-                                continue;
-                        back[k] = items[i];
-                        bfrom[k] = now[i];
-                        bto[k] = undo[i];
-                        k++;
-                }
-                rb = write_items(io, back, bfrom, bto, berrors, k, originals);
-                if (rb < 0)
-                        log_error_errno(rb, "Failed to roll back changes to %s: %m; the state file keeps the originals.",
-                                        w[0].group);
-
-                /* Whatever happened, the state file must describe what the files hold. */
-                for (size_t i = 0; i < m; i++) {
-                        _cleanup_free_ char *cur = NULL;
-                        int r2;
-
-                        r2 = io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &cur);
-                        if (r2 == -ENOENT || r2 == -ENODEV) {
-                                /* The group went away meanwhile: nothing of it to restore. */
-                                items[i]->changed = false;
-                                if (originals)
-                                        (void) originals_forget(originals, items[i]->hierarchy, items[i]->group,
-                                                                items[i]->file);
-                                continue;
-                        }
-                        if (r2 < 0)
-                                continue;
-                        items[i]->changed = !value_holds(items[i]->file, cur, undo[i]);
-                        sync_record(originals, items[i], cur);
+                        k = j;
                 }
         }
+        if (k > 0) {
+                int r = write_items(io, back, bfrom, bto, berrors, k);
+
+                rb = rb < 0 ? rb : r;
+        }
+
+        /* Whatever happened, the records must describe what the files hold. */
+        for (size_t i = 0; i < m; i++) {
+                _cleanup_free_ char *cur = NULL;
+                int r2;
+
+                r2 = io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &cur);
+                if (r2 == -ENOENT || r2 == -ENODEV) {
+                        /* The group went away meanwhile: nothing of it to restore. */
+                        items[i]->changed = false;
+                        if (o)
+                                (void) originals_drop(o, items[i]->hierarchy, items[i]->group, items[i]->file);
+                        continue;
+                }
+                if (r2 < 0)
+                        continue;
+                items[i]->changed = !value_holds(items[i]->file, cur, undo[i]);
+                sync_record(o, items[i], cur);
+        }
+        return rb;
+}
+
+int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n) {
+        _cleanup_free_ CgWrite **items = new0(CgWrite *, MAX(n, 1u));
+        _cleanup_free_ const char **from = new0(const char *, MAX(n, 1u)), **to = new0(const char *, MAX(n, 1u));
+        _cleanup_free_ int *errors = new0(int, MAX(n, 1u));
+        size_t m = 0;
+        int r, rb;
+
+        if (!items || !from || !to || !errors)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++) {
+                if (!w[i].changed)
+                        continue;
+                /*
+                 * A parent's subtree_control may be in the batches of several groups of a round, all
+                 * read before any was written: read again, so that a controller another batch turned
+                 * on is not this batch's to turn off should it fail.
+                 */
+                if (is_subtree_control(w[i].file)) {
+                        _cleanup_free_ char *cur = NULL;
+
+                        if (io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &cur) >= 0 &&
+                            value_holds(w[i].file, cur, w[i].value)) {
+                                w[i].changed = false;
+                                continue;
+                        }
+                }
+                items[m] = &w[i];
+                from[m] = w[i].old;
+                to[m] = w[i].value;
+                m++;
+        }
+        if (m == 0)
+                return 0;
+
+        r = write_items(io, items, from, to, errors, m);
+        if (r == 0) {
+                /* Back to their originals: nothing of these files is peltd's any more. */
+                for (size_t i = 0; originals && i < m; i++)
+                        if (back_to_original(originals, items[i], items[i]->value))
+                                (void) originals_drop(originals, items[i]->hierarchy, items[i]->group, items[i]->file);
+                return 0;
+        }
+
+        rb = roll_back(io, originals, items, errors, m);
+        if (rb < 0)
+                log_error_errno(rb, "Failed to roll back changes to %s: %m; the state file keeps the originals.", w[0].group);
         return r;
+}
+
+int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run) {
+        int r;
+
+        r = cg_batch_read(io, w, n);
+        if (r < 0 || dry_run || !cg_batch_changed(w, n))
+                return r;
+        if (originals) {
+                r = cg_batch_record(originals, w, n);
+                if (r >= 0) {
+                        r = originals_commit(originals);
+                        if (r < 0)
+                                cg_batch_unrecorded(w, n, r);
+                } else
+                        originals_rollback(originals);
+                if (r < 0) {
+                        log_debug_errno(r, "Failed to record the originals of %s in %s, not writing them: %m", w[0].group,
+                                        originals->path);
+                        return r;
+                }
+        }
+        r = cg_batch_write(io, originals, w, n);
+        /* What a rollback left, and records of files back at their originals, dropped. */
+        if (originals)
+                (void) originals_commit(originals);
+        return r;
+}
+
+/*
+ * A parent's cpuset.cpus as it is now, read once for all its children: restores go through the
+ * entries in the order they were recorded, children of one parent one after another.
+ */
+typedef struct ParentCache {
+        char *hierarchy, *group;
+        int r;
+        CpuMask cpus;
+} ParentCache;
+
+static void parent_cache_done(ParentCache *c) {
+        free(c->hierarchy);
+        free(c->group);
+}
+
+static int read_current_cpus(const CgroupIO *io, ParentCache *c, const char *hierarchy, const char *group, CpuMask *ret) {
+        _cleanup_free_ char *cur = NULL;
+
+        if (!c->group || !streq(c->group, group) || !streq(c->hierarchy, hierarchy)) {
+                parent_cache_done(c);
+                c->hierarchy = strdup(hierarchy);
+                c->group = strdup(group);
+                if (!c->hierarchy || !c->group) {
+                        parent_cache_done(c);
+                        *c = (ParentCache){};
+                        return -ENOMEM;
+                }
+                c->r = io->read(io->userdata, hierarchy, group, "cpuset.cpus", &cur);
+                if (c->r >= 0 && cpumask_parse_list(cur, &c->cpus) < 0)
+                        c->r = -EBADMSG;
+        }
+        if (c->r >= 0)
+                *ret = c->cpus;
+        return c->r;
 }
 
 /*
@@ -577,19 +721,15 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
  * own restore target where the parent is restored too, else what it holds now (v1 never gives a
  * cpuset back a CPU that went offline, so a parent peltd never touched may have lost some).
  */
-static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hierarchy, const char *group,
-                        const CpuMask *online, int level, CpuMask *ret) {
+static int restore_cpus(const CgroupIO *io, const Originals *o, ParentCache *cache, const char *hierarchy,
+                        const char *group, const CpuMask *online, int level, CpuMask *ret) {
         const Original *e = originals_find(o, hierarchy, group, "cpuset.cpus");
-        _cleanup_free_ char *parent = NULL, *cur = NULL;
+        _cleanup_free_ char *parent = NULL;
         CpuMask m, lim;
         int r;
 
-        if (!e) {
-                r = io->read(io->userdata, hierarchy, group, "cpuset.cpus", &cur);
-                if (r < 0)
-                        return r;
-                return cpumask_parse_list(cur, ret) < 0 ? -EBADMSG : 0;
-        }
+        if (!e)
+                return read_current_cpus(io, cache, hierarchy, group, ret);
         if (cpumask_parse_list(e->original, &m) < 0)
                 m = *online;
         cpumask_and(&m, &m, online);
@@ -601,7 +741,7 @@ static int restore_cpus(const CgroupIO *io, const Originals *o, const char *hier
         parent = cgroup_parent_path(group);
         if (!parent)
                 return -ENOMEM;
-        r = restore_cpus(io, o, hierarchy, parent, online, level + 1, &lim);
+        r = restore_cpus(io, o, cache, hierarchy, parent, online, level + 1, &lim);
         if (r >= 0 && !cpumask_empty(&lim) && !cpumask_subset(&m, &lim)) {
                 CpuMask cut;
 
@@ -637,31 +777,84 @@ static int controllers_to_disable(const char *original, const char *written, cha
         return 0;
 }
 
-int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
-        _cleanup_free_ CgWrite *w = NULL;
-        _cleanup_free_ CgWrite **order = NULL;
-        _cleanup_free_ const char **values = NULL, **from = NULL;
-        _cleanup_free_ int *errors = NULL;
-        _cleanup_free_ bool *keep = NULL;
-        size_t n = 0, left = 0;
+/* What a recorded file goes back to, in *ret (NULL: nothing to write). */
+typedef enum RestoreVerdict {
+        RESTORE_WRITE,               /* *ret is the value to write */
+        RESTORE_DONE,                /* back already, or not ours: forget it */
+        RESTORE_KEEP,                /* cannot be restored now: keep it recorded */
+} RestoreVerdict;
+
+static int restore_target(const CgroupIO *io, const Originals *o, ParentCache *cache, const Original *e,
+                          const char *cur, const CpuMask *online, char **ret) {
+        bool ours;
         int r;
 
-        if (originals->n_entries == 0)
-                return 0;
-        w = new0(CgWrite, originals->n_entries);
-        order = new0(CgWrite *, originals->n_entries);
-        values = new0(const char *, originals->n_entries);
-        from = new0(const char *, originals->n_entries);
-        errors = new0(int, originals->n_entries);
-        keep = new0(bool, originals->n_entries);
-        if (!w || !order || !values || !from || !errors || !keep)
-                return -ENOMEM;
+        *ret = NULL;
+        /* Already back (a restore that stopped half way, or a crash before the state file was written again): done. */
+        if (value_holds(e->file, cur, e->original) && !value_holds(e->file, cur, e->written))
+                return RESTORE_DONE;
 
-        for (size_t i = 0; i < originals->n_entries; i++) {
-                const Original *e = &originals->entries[i];
+        ours = value_holds(e->file, cur, e->written);
+        if (!ours && cg_file_is_cpulist(e->file)) {
+                /* The kernel drops offline CPUs from v1 cpusets: our value less those is still ours. */
+                CpuMask c, wr;
+
+                if (cpumask_parse_list(cur, &c) >= 0 && cpumask_parse_list(e->written, &wr) >= 0) {
+                        cpumask_and(&wr, &wr, online);
+                        ours = cpumask_equal(&c, &wr) && !cpumask_empty(&c);
+                }
+        }
+        if (!ours) {
+                log_notice("%s of %s was changed by someone else (\"%s\", peltd wrote \"%s\"); leaving it.", e->file,
+                           e->group, cur, e->written);
+                return RESTORE_DONE;
+        }
+
+        if (is_subtree_control(e->file)) {
+                /* peltd enabled controllers ("+cpuset +cpu"): disable those that were not on before. */
+                r = controllers_to_disable(e->original, e->written, ret);
+                if (r < 0)
+                        return r;
+                return *ret ? RESTORE_WRITE : RESTORE_DONE;
+        }
+        if (streq(e->file, "cpuset.cpus") && isempty(e->original))
+                /* v2: empty is "the parent's CPUs", and is written back as it was. */
+                *ret = strdup("");
+        else if (streq(e->file, "cpuset.cpus")) {
+                CpuMask m;
+
+                r = restore_cpus(io, o, cache, e->hierarchy, e->group, online, 0, &m);
+                if (r < 0)
+                        return r;
+                if (cpumask_empty(&m)) {
+                        log_warning("The original cpuset.cpus of %s (%s) has no online CPU its parent allows; leaving %s for now.",
+                                    e->group, e->original, cur);
+                        return RESTORE_KEEP;
+                }
+                *ret = cpumask_to_list(&m);
+        } else
+                *ret = strdup(e->original);
+        if (!*ret)
+                return -ENOMEM;
+        if (value_holds(e->file, cur, *ret)) {
+                free(*ret);
+                *ret = NULL;
+                return RESTORE_DONE;
+        }
+        return RESTORE_WRITE;
+}
+
+/* The writes that put back every recorded value that is still peltd's; keep[i] for entries to keep recorded. */
+static int restore_writes(const CgroupIO *io, const Originals *o, const CpuMask *online, CgWrite *w, size_t *ret_n,
+                          bool *keep) {
+        _cleanup_(parent_cache_done) ParentCache cache = {};
+        size_t n = 0;
+        int r;
+
+        for (size_t i = 0; i < o->n_entries; i++) {
+                const Original *e = &o->entries[i];
                 _cleanup_free_ char *cur = NULL;
-                CgWrite *x = &w[n];
-                char *target = NULL;
+                char *target;
 
                 r = io->read(io->userdata, e->hierarchy, e->group, e->file, &cur);
                 if (r == -ENOENT || r == -ENODEV) {
@@ -669,129 +862,112 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
                         continue;
                 }
                 if (r < 0) {
-                        log_warning_errno(r, "Failed to read %s of %s, leaving its original recorded: %m", e->file,
-                                          e->group);
+                        log_warning_errno(r, "Failed to read %s of %s, leaving its original recorded: %m", e->file, e->group);
                         keep[i] = true;
                         continue;
                 }
-
-                /* Already back (a restore that stopped half way): done. */
-                if (value_holds(e->file, cur, e->original) && !value_holds(e->file, cur, e->written))
+                r = restore_target(io, o, &cache, e, cur, online, &target);
+                if (r < 0)
+                        return r;
+                if (r == RESTORE_KEEP)
+                        keep[i] = true;
+                if (r != RESTORE_WRITE)
                         continue;
-
-                bool ours = value_holds(e->file, cur, e->written);
-                if (!ours && cg_file_is_cpulist(e->file)) {
-                        /* The kernel drops offline CPUs from v1 cpusets: our value less those is still ours. */
-                        CpuMask c, wr;
-
-                        if (cpumask_parse_list(cur, &c) >= 0 && cpumask_parse_list(e->written, &wr) >= 0) {
-                                cpumask_and(&wr, &wr, online);
-                                ours = cpumask_equal(&c, &wr) && !cpumask_empty(&c);
-                        }
-                }
-                if (!ours) {
-                        log_notice("%s of %s was changed by someone else (\"%s\", peltd wrote \"%s\"); leaving it.",
-                                   e->file, e->group, cur, e->written);
-                        continue;
-                }
-
-                if (is_subtree_control(e->file)) {
-                        /* peltd enabled controllers ("+cpuset +cpu"): disable those that were not on before. */
-                        r = controllers_to_disable(e->original, e->written, &target);
-                        if (r < 0)
-                                return r;
-                        if (!target)
-                                continue;
-                } else if (streq(e->file, "cpuset.cpus") && isempty(e->original)) {
-                        /* v2: empty is "the parent's CPUs", and is written back as it was. */
-                        target = strdup("");
-                } else if (streq(e->file, "cpuset.cpus")) {
-                        CpuMask m;
-
-                        r = restore_cpus(io, originals, e->hierarchy, e->group, online, 0, &m);
-                        if (r < 0)
-                                return r;
-                        if (cpumask_empty(&m)) {
-                                log_warning("The original cpuset.cpus of %s (%s) has no online CPU its parent allows; "
-                                            "leaving %s for now.", e->group, e->original, cur);
-                                keep[i] = true;
-                                continue;
-                        }
-                        target = cpumask_to_list(&m);
-                } else
-                        target = strdup(e->original);
-                if (!target)
-                        return -ENOMEM;
-
-                if (value_holds(e->file, cur, target)) {
-                        free(target);
-                        continue;
-                }
                 /* error carries the entry's index until the writes are done. */
-                *x = (CgWrite){ .hierarchy = e->hierarchy, .file = e->file, .value = target, .error = (int) i };
-                x->group = strdup(e->group);
-                x->old = TAKE_PTR(cur);
-                if (!x->group) {
-                        cg_write_done(x);
+                w[n] = (CgWrite){ .hierarchy = e->hierarchy, .file = e->file, .value = target, .error = (int) i,
+                                  .group = strdup(e->group), .old = TAKE_PTR(cur) };
+                if (!w[n].group) {
+                        cg_write_done(&w[n]);
                         return -ENOMEM;
                 }
-                order[n] = x;
                 n++;
+                *ret_n = n;
         }
+        return 0;
+}
 
+int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
+        _cleanup_free_ CgWrite *w = NULL;
+        _cleanup_free_ CgWrite **order = NULL;
+        _cleanup_free_ const char **values = NULL, **from = NULL;
+        _cleanup_free_ int *errors = NULL;
+        _cleanup_free_ bool *keep = NULL;
+        size_t n = 0, left = 0, total = originals->n_entries;
+        int r;
+
+        if (total == 0)
+                return 0;
+        w = new0(CgWrite, total);
+        order = new0(CgWrite *, total);
+        values = new0(const char *, total);
+        from = new0(const char *, total);
+        errors = new0(int, total);
+        keep = new0(bool, total);
+        if (!w || !order || !values || !from || !errors || !keep)
+                return -ENOMEM;
+
+        r = restore_writes(io, originals, online, w, &n, keep);
+        if (r < 0) {
+                for (size_t i = 0; i < n; i++)
+                        cg_write_done(&w[i]);
+                return r;
+        }
         for (size_t i = 0; i < n; i++) {
-                from[i] = order[i]->old;
-                values[i] = order[i]->value;
+                order[i] = &w[i];
+                from[i] = w[i].old;
+                values[i] = w[i].value;
         }
 
         if (dry_run) {
                 for (size_t i = 0; i < n; i++)
-                        log_info("Would restore %s of %s to %s.", order[i]->file, order[i]->group, order[i]->value);
+                        log_info("Would restore %s of %s to %s.", w[i].file, w[i].group, w[i].value);
                 for (size_t i = 0; i < n; i++)
                         cg_write_done(&w[i]);
                 return 0;
         }
 
         /*
-         * The state file is not updated step by step here: after a crash half way, a file found
-         * back at its original is simply done (see above), and the rest is still peltd's.
+         * The state file is written once, after the writes: after a crash half way, a file found
+         * back at its original is simply done (restore_target()), and the rest is still peltd's.
          */
-        (void) write_items(io, order, from, values, errors, n, NULL);
+        (void) write_items(io, order, from, values, errors, n);
         for (size_t i = 0; i < n; i++) {
                 if (errors[i] < 0)
-                        keep[order[i]->error] = true;
-                order[i]->error = errors[i];
+                        keep[w[i].error] = true;
+                w[i].error = errors[i];
         }
         for (size_t i = 0; i < n; i++)
-                if (order[i]->error == 0) {
+                if (w[i].error == 0) {
                         /* What the file holds now: a v2 cpuset with tasks takes its parent's CPUs for "". */
                         _cleanup_free_ char *now = NULL;
 
-                        (void) io->read(io->userdata, order[i]->hierarchy, order[i]->group, order[i]->file, &now);
-                        now = now ?: strdup(order[i]->value);
-                        log_info("Restored %s of %s: %s -> %s.", order[i]->file, order[i]->group,
-                                 isempty(order[i]->old) ? "(empty)" : order[i]->old, isempty(now) ? "(empty)" : now);
+                        if (isempty(w[i].value))
+                                (void) io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &now);
+                        log_info("Restored %s of %s: %s -> %s.", w[i].file, w[i].group, isempty(w[i].old) ? "(empty)" : w[i].old,
+                                 !isempty(now) ? now : isempty(w[i].value) ? "(empty)" : w[i].value);
                 } else
-                        log_error_errno(order[i]->error, "Failed to restore %s of %s to %s: %m", order[i]->file,
-                                        order[i]->group, order[i]->value);
+                        log_error_errno(w[i].error, "Failed to restore %s of %s to %s: %m", w[i].file, w[i].group, w[i].value);
+        for (size_t i = 0; i < n; i++)
+                cg_write_done(&w[i]);
 
-        /* Forget what was restored, or is not ours to restore; keep what failed. */
-        for (size_t i = originals->n_entries; i-- > 0;) {
+        /* Forget what was restored, or is not ours to restore; keep what failed. Then one save. */
+        for (size_t i = total; i-- > 0;) {
                 Original *e = &originals->entries[i];
 
                 if (keep[i]) {
                         left++;
                         continue;
                 }
-                r = originals_forget(originals, e->hierarchy, e->group, e->file);
-                if (r < 0) {
-                        for (size_t j = 0; j < n; j++)
-                                cg_write_done(&w[j]);
-                        return log_error_errno(r, "Failed to update %s: %m", originals->path);
-                }
+                r = originals_drop(originals, e->hierarchy, e->group, e->file);
+                if (r < 0)
+                        break;
         }
-        for (size_t i = 0; i < n; i++)
-                cg_write_done(&w[i]);
+        if (r >= 0)
+                r = originals_commit(originals);
+        if (r < 0) {
+                originals_rollback(originals);
+                return log_error_errno(r, "Failed to update %s: %m", originals->path);
+        }
         return (int) left;
 }
 

@@ -666,6 +666,10 @@ static void rollback(Originals *o) {
         }
 }
 
+void originals_rollback(Originals *o) {
+        rollback(o);
+}
+
 int originals_commit(Originals *o) {
         int r;
 

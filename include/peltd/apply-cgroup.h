@@ -52,15 +52,45 @@ void cg_write_done(CgWrite *w);
 bool cg_file_is_cpulist(const char *file);
 
 /*
- * Applies the batch as described above. In dry-run mode everything is read and compared, nothing
- * is written or recorded, and `changed` says what would have been written. Returns 0 when every
- * write took (or was not needed), -ENOENT when the group vanished (nothing left half-changed
- * where the kernel allowed a rollback), -EOPNOTSUPP when the group is there but a file to write
- * is not, else the first hard error (after rolling back). Nothing is logged above debug: the
- * write that failed is the first with `error` set (cg_batch_failure()), `unrecorded` when the
- * state file could not take its original.
+ * Applies the batch as described above: cg_batch_read(), then (not in dry-run mode)
+ * cg_batch_record() and one originals_commit(), then cg_batch_write(). In dry-run mode everything
+ * is read and compared, nothing is written or recorded, and `changed` says what would have been
+ * written. Returns 0 when every write took (or was not needed), -ENOENT when the group vanished
+ * (nothing left half-changed where the kernel allowed a rollback), -EOPNOTSUPP when the group is
+ * there but a file to write is not, else the first hard error (after rolling back). Nothing is
+ * logged above debug: the write that failed is the first with `error` set (cg_batch_failure()),
+ * `unrecorded` when the state file could not take its original.
+ *
+ * The daemon uses the three steps itself, so that the records of all the batches of a round are
+ * saved with one write of the state file before any of them is written.
  */
 int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run);
+
+/*
+ * Reads every file of the batch (into `old`) and marks the writes that differ (`changed`); writes
+ * and records nothing. Returns 0 or an error of cg_write_batch() (-EINVAL for an empty cpuset,
+ * -ENOENT, -EOPNOTSUPP, a read error), with `error` set on the write it stopped at.
+ */
+int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n);
+
+/*
+ * Stages in memory the record of every changed write (the value the file held, the value about to
+ * be written; none for a write back to the recorded original), for the next originals_commit().
+ * On failure every changed write is marked `unrecorded` and the error returned: the batch must not
+ * be written (the caller takes the staged records back with originals_rollback()).
+ */
+int cg_batch_record(Originals *o, CgWrite *w, size_t n);
+
+/* Marks every changed write of the batch `unrecorded`, with err: its records could not be saved. */
+void cg_batch_unrecorded(CgWrite *w, size_t n, int err);
+
+/*
+ * Writes what cg_batch_read() found different, whose records are saved already, in an order the
+ * kernel accepts; all or nothing (a failure is rolled back, its records brought in line with what
+ * the files hold, in memory: commit them). A file put back to its recorded original has its record
+ * dropped, in memory. Returns 0 or the first hard error, as cg_write_batch().
+ */
+int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n);
 
 /* The write of a failed batch that decided its result (the first with an error), or NULL. */
 const CgWrite *cg_batch_failure(const CgWrite *w, size_t n);
@@ -106,11 +136,12 @@ bool cg_retry_failed(CgRetry *s, const char *key, int err, CgErrorClass c);
 unsigned cg_retry_succeeded(CgRetry *s);
 
 /*
- * Puts back what the state file recorded, for one group at a time in an order the kernel accepts.
- * A file is restored only when it still holds peltd's last value, or that value less CPUs that
- * are now offline (v1 drops offline CPUs from every cpuset); anything else was changed by someone
- * else and is left alone (logged). Entries restored, or no longer restorable (the group is gone),
- * are forgotten; the state file is removed when none is left. `online` is the set of online CPUs.
+ * Puts back what the state file recorded, in an order the kernel accepts. A file is restored only
+ * when it still holds peltd's last value, or that value less CPUs that are now offline (v1 drops
+ * offline CPUs from every cpuset); anything else was changed by someone else and is left alone
+ * (logged), and one back at its original already (a restore cut short) is done. Entries
+ * restored, or no longer restorable (the group is gone), are forgotten, and the state file is
+ * saved once, after the writes (removed when none is left). `online` is the set of online CPUs.
  * Returns 0 when everything that could be restored was, else the number of entries left (> 0),
  * or -errno when the state file could not be updated.
  */

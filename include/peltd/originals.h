@@ -104,6 +104,9 @@ bool originals_dirty(const Originals *o);
  */
 int originals_commit(Originals *o);
 
+/* Takes back every change since the last save, in memory. */
+void originals_rollback(Originals *o);
+
 /*
  * originals_put() and originals_commit(): one record, saved at once (the file is not saved again
  * when the entry holds that value already). On failure nothing is recorded (in memory or on disk;
