@@ -777,6 +777,18 @@ static int controllers_to_disable(const char *original, const char *written, cha
         return 0;
 }
 
+bool cg_holds_written(const char *file, const char *cur, const char *written, const CpuMask *online, bool empty_ok) {
+        CpuMask c, w;
+
+        if (value_holds(file, cur, written))
+                return true;
+        /* The kernel drops offline CPUs from v1 cpusets: our value less those is still ours. */
+        if (!cg_file_is_cpulist(file) || cpumask_parse_list(cur, &c) < 0 || cpumask_parse_list(written, &w) < 0)
+                return false;
+        cpumask_and(&w, &w, online);
+        return cpumask_equal(&c, &w) && (empty_ok || !cpumask_empty(&c));
+}
+
 /* What a recorded file goes back to, in *ret (NULL: nothing to write). */
 typedef enum RestoreVerdict {
         RESTORE_WRITE,               /* *ret is the value to write */
@@ -794,16 +806,7 @@ static int restore_target(const CgroupIO *io, const Originals *o, ParentCache *c
         if (value_holds(e->file, cur, e->original) && !value_holds(e->file, cur, e->written))
                 return RESTORE_DONE;
 
-        ours = value_holds(e->file, cur, e->written);
-        if (!ours && cg_file_is_cpulist(e->file)) {
-                /* The kernel drops offline CPUs from v1 cpusets: our value less those is still ours. */
-                CpuMask c, wr;
-
-                if (cpumask_parse_list(cur, &c) >= 0 && cpumask_parse_list(e->written, &wr) >= 0) {
-                        cpumask_and(&wr, &wr, online);
-                        ours = cpumask_equal(&c, &wr) && !cpumask_empty(&c);
-                }
-        }
+        ours = cg_holds_written(e->file, cur, e->written, online, false);
         if (!ours) {
                 log_notice("%s of %s was changed by someone else (\"%s\", peltd wrote \"%s\"); leaving it.", e->file,
                            e->group, cur, e->written);

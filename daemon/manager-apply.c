@@ -153,21 +153,65 @@ static void note_failure(Manager *m, ManagedGroup *g, const char *key, int r, co
                                                           : "trying again later");
 }
 
-int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
-        Placement p = { .group = g->path, .cpus = res->cpus, .shares = res->shares_set ? res->shares : 0 };
-        _cleanup_free_ char *key = NULL, *child = NULL;
-        bool cpus_differ, shares_differ;
-        CgWrite *w = NULL;
-        size_t n = 0;
-        CpuMask old = g->cpus;
-        unsigned failures;
+/* Remembers the files of a written batch that peltd has a record of: what the drift checks read. */
+static void note_placed(Manager *m, ManagedGroup *g, const CgWrite *w, size_t n) {
+        for (size_t i = 0; i < n; i++) {
+                PlacedFile *p;
+                bool known = false;
+
+                /* A parent's subtree_control is not the group's: its siblings need it as much. */
+                if (!w[i].changed || streq(w[i].file, "cgroup.subtree_control") ||
+                    !originals_find(m->originals, w[i].hierarchy, w[i].group, w[i].file))
+                        continue;
+                for (size_t j = 0; j < g->n_placed && !known; j++)
+                        known = streq(g->placed[j].group, w[i].group) && streq(g->placed[j].file, w[i].file) &&
+                                streq(g->placed[j].hierarchy, w[i].hierarchy);
+                if (known)
+                        continue;
+                p = realloc(g->placed, (g->n_placed + 1) * sizeof *p);
+                if (!p)
+                        return; /* not checked for drift; still restored */
+                g->placed = p;
+                p[g->n_placed] = (PlacedFile){ .hierarchy = w[i].hierarchy, .file = w[i].file, .group = strdup(w[i].group) };
+                if (p[g->n_placed].group)
+                        g->n_placed++;
+        }
+}
+
+/* A group's placement in the making this round: its batch, read, recorded, then written. */
+typedef struct Pending {
+        ManagedGroup *g;
+        const PolicyResult *res;
+        uint64_t cur_shares;
+        bool shares_differ;
+        char *key;
+        CgWrite *w;
+        size_t n;
+} Pending;
+
+static void pending_done(Pending *p) {
+        free(p->key);
+        cg_writes_free(p->w, p->n);
+        *p = (Pending){};
+}
+
+/*
+ * What a group needs this round: nothing (it holds its plan, or a dry run said it already, or a
+ * refusal waits), or a batch read and ready to be recorded (returns 1). Failures are noted here.
+ */
+static int prepare(Manager *m, Pending *p) {
+        ManagedGroup *g = p->g;
+        const PolicyResult *res = p->res;
+        Placement pl = { .group = g->path, .cpus = res->cpus, .shares = res->shares_set ? res->shares : 0 };
+        _cleanup_free_ char *child = NULL;
+        bool cpus_differ;
         int r;
 
         cpus_differ = !cpumask_equal(&res->cpus, &g->cpus);
         /* cur_shares is what the file reads (v2: a weight, as shares), so compare it with what a write gives. */
-        shares_differ = res->shares_set &&
-                        cgroup_shares_read_back(m->fs->mode == CGROUP_MODE_V2, res->shares) != cur_shares;
-        if (!cpus_differ && !shares_differ) {
+        p->shares_differ = res->shares_set &&
+                           cgroup_shares_read_back(m->fs->mode == CGROUP_MODE_V2, res->shares) != p->cur_shares;
+        if (!cpus_differ && !p->shares_differ && !g->drift) {
                 free(g->last_intent);
                 g->last_intent = NULL;
                 cg_retry_done(&g->retry); /* the group holds its plan: whatever failed is over */
@@ -178,54 +222,144 @@ int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, ui
         if (!g->target_known)
                 cg_retry_done(&g->retry);
         manager_resolve_target(m, g);
-        p.target = g->target;
-        p.unit = g->unit;
+        pl.target = g->target;
+        pl.unit = g->unit;
 
-        key = retry_key(m, res, p.shares);
-        if (!key)
+        p->key = retry_key(m, res, pl.shares);
+        if (!p->key)
                 return log_oom();
-        if (!cg_retry_due(&g->retry, key))
+        /* A dry run's intent is said once: the same plan again reads nothing. */
+        if (m->dry_run && g->last_intent && streq(g->last_intent, p->key))
+                return 0;
+        if (!cg_retry_due(&g->retry, p->key))
                 return 0;
 
-        r = placement_writes(&m->io, m->originals, &p, &w, &n, &child);
+        r = placement_writes(&m->io, m->originals, &pl, &p->w, &p->n, &child);
         if (r < 0) {
-                note_failure(m, g, key, r, NULL, child, &res->cpus);
+                note_failure(m, g, p->key, r, NULL, child, &res->cpus);
                 return 0;
         }
+        r = cg_batch_read(&m->io, p->w, p->n);
+        if (r < 0) {
+                note_failure(m, g, p->key, r, cg_batch_failure(p->w, p->n), NULL, &res->cpus);
+                return 0;
+        }
+        return 1;
+}
 
-        r = cg_write_batch(&m->io, m->originals, w, n, m->dry_run);
-        if (r < 0) {
-                note_failure(m, g, key, r, cg_batch_failure(w, n), NULL, &res->cpus);
-                cg_writes_free(w, n);
-                return 0;
-        }
-        if (m->record_error < 0 && !m->dry_run && cg_batch_changed(w, n)) {
+/* A dry run's intended writes, said once per plan. */
+static void say_intent(ManagedGroup *g, Pending *p) {
+        char demand[32];
+
+        if (g->last_intent && streq(g->last_intent, p->key))
+                return;
+        free(g->last_intent);
+        g->last_intent = TAKE_PTR(p->key);
+        snprintf(demand, sizeof demand, "%.2f", p->res->demand / 1024.0);
+        for (size_t i = 0; i < p->n; i++)
+                if (p->w[i].changed)
+                        log_info("Would set %s of %s to %s: %s, demand %s CPUs: %s", p->w[i].file, p->w[i].group,
+                                 p->w[i].value, strna(policy_to_string(p->res->policy)), demand, p->res->reason);
+}
+
+/*
+ * A batch written (or found in place): the group holds its plan now. A plan placed again after
+ * someone else's write is not a change of placement: the drift check said so, once an episode.
+ */
+static void placed(Manager *m, Pending *p) {
+        ManagedGroup *g = p->g;
+        const PolicyResult *res = p->res;
+        CpuMask old = g->cpus;
+        uint64_t shares = res->shares_set ? res->shares : 0;
+        bool again = g->drift && g->applied && cpumask_equal(&g->applied_cpus, &res->cpus) && shares == g->applied_shares;
+        unsigned failures;
+
+        if (m->record_error < 0 && cg_batch_changed(p->w, p->n)) {
                 log_info("The state file %s can be written again.", m->config->state_file);
                 m->record_error = 0;
         }
         failures = cg_retry_succeeded(&g->retry);
-
-        if (m->dry_run) {
-                char demand[32];
-
-                /* Say an intended change once, not every round. The key holds the whole CPU list. */
-                if (!g->last_intent || !streq(g->last_intent, key)) {
-                        free(g->last_intent);
-                        g->last_intent = TAKE_PTR(key);
-                        snprintf(demand, sizeof demand, "%.2f", res->demand / 1024.0);
-                        for (size_t i = 0; i < n; i++)
-                                if (w[i].changed)
-                                        log_info("Would set %s of %s to %s: %s, demand %s CPUs: %s", w[i].file,
-                                                 w[i].group, w[i].value, strna(policy_to_string(res->policy)), demand,
-                                                 res->reason);
-                }
-        } else {
-                if (failures > 0)
-                        log_info("%s placed after %u failed tries.", g->path, failures);
-                g->cpus = res->cpus;
-                log_change(m, g, res, &old, cur_shares, shares_differ);
+        if (failures > 0)
+                log_info("%s placed after %u failed tries.", g->path, failures);
+        g->drift = false;
+        note_placed(m, g, p->w, p->n);
+        g->cpus = res->cpus;
+        g->applied = true;
+        g->applied_cpus = res->cpus;
+        g->applied_shares = shares;
+        if (!again) {
+                log_change(m, g, res, &old, p->cur_shares, p->shares_differ);
                 manager_notify_status(m);
         }
-        cg_writes_free(w, n);
+}
+
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *res, const uint64_t *cur_shares,
+                          size_t n) {
+        _cleanup_free_ Pending *p = new0(Pending, MAX(n, 1u));
+        size_t k = 0;
+        bool failed = false;
+        int r = 0;
+
+        if (!p) {
+                log_oom();
+                return;
+        }
+        /* Every group's batch read first; the dry run says what it would write. */
+        for (size_t i = 0; i < n; i++) {
+                p[k] = (Pending){ .g = groups[i], .res = &res[i], .cur_shares = cur_shares[i] };
+                if (prepare(m, &p[k]) <= 0) {
+                        pending_done(&p[k]);
+                        continue;
+                }
+                if (m->dry_run) {
+                        (void) cg_retry_succeeded(&p[k].g->retry);
+                        say_intent(p[k].g, &p[k]);
+                        pending_done(&p[k]);
+                        continue;
+                }
+                k++;
+        }
+
+        /*
+         * Then the records of all of them, saved with one write of the state file before any write
+         * (with what the drift checks changed); no change without its record.
+         */
+        for (size_t i = 0; i < k && r >= 0; i++)
+                r = cg_batch_record(m->originals, p[i].w, p[i].n);
+        if (r >= 0)
+                r = originals_commit(m->originals);
+        else
+                originals_rollback(m->originals);
+        if (r < 0)
+                for (size_t i = 0; i < k; i++)
+                        if (cg_batch_changed(p[i].w, p[i].n)) {
+                                cg_batch_unrecorded(p[i].w, p[i].n, r);
+                                note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
+                                pending_done(&p[i]);
+                        }
+
+        for (size_t i = 0; i < k; i++) {
+                if (!p[i].g)
+                        continue;
+                r = cg_batch_write(&m->io, m->originals, p[i].w, p[i].n);
+                if (r < 0) {
+                        note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
+                        failed = true;
+                } else
+                        placed(m, &p[i]);
+                pending_done(&p[i]);
+        }
+
+        /* A rollback changed records (a file back at its original, or not): saved now, not at the next change. */
+        if (failed && originals_dirty(m->originals)) {
+                r = originals_commit(m->originals);
+                if (r < 0)
+                        log_debug_errno(r, "Failed to save %s after a rollback, the next change saves it: %m",
+                                        m->config->state_file);
+        }
+}
+
+int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
+        manager_apply_groups(m, &g, res, &cur_shares, 1);
         return 0;
 }

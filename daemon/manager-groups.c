@@ -18,6 +18,9 @@ void managed_group_done(ManagedGroup *g) {
         free(g->unit);
         free(g->last_intent);
         cg_retry_done(&g->retry);
+        for (size_t i = 0; i < g->n_placed; i++)
+                free(g->placed[i].group);
+        free(g->placed);
 }
 
 static ManagedGroup *find_group(Manager *m, const char *path) {
@@ -97,28 +100,31 @@ typedef struct ParentCpus {
         CpuMask cpus;
 } ParentCpus;
 
-/* cpuset.cpus, the parent's (what the group may hold) and cpuset.mems. */
-static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
+/* cpuset.cpus (v2: the effective set when empty or not there). */
+static int read_cpus(Manager *m, ManagedGroup *g) {
         RootDir *root = cgroup_fs_cpuset_root(m->fs);
-        _cleanup_free_ char *parent = cgroup_parent_path(g->path);
         bool v2 = m->fs->mode == CGROUP_MODE_V2;
-        CpuMask mems;
         int r;
 
-        g->info_valid = false;
-        if (!root || !parent)
-                return;
-
+        if (!root)
+                return -ENOENT;
         r = read_mask(root, g->path, "cpuset.cpus", &g->cpus);
         if (v2 && (r == -ENOENT || (r >= 0 && cpumask_empty(&g->cpus))))
                 r = read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus);
-        if (r < 0) {
+        if (r < 0)
                 log_debug_errno(r, "Failed to read the cpuset of %s: %m", g->path);
-                return;
-        }
-        /* v1 keeps a child inside its parent's cpuset.cpus; v2 inside the parent's effective set. */
+        return r;
+}
+
+/* What the group may hold: v1 keeps a child inside its parent's cpuset.cpus; v2 inside the parent's effective set. */
+static int read_allowed(Manager *m, ManagedGroup *g, ParentCpus *pc) {
+        RootDir *root = cgroup_fs_cpuset_root(m->fs);
+        _cleanup_free_ char *parent = cgroup_parent_path(g->path);
+
+        if (!parent)
+                return -ENOMEM;
         if (!pc->path || !streq(pc->path, parent)) {
-                if (v2)
+                if (m->fs->mode == CGROUP_MODE_V2)
                         pc->r = read_effective(root, parent, "cpuset.cpus.effective", &pc->cpus);
                 else
                         pc->r = read_mask(root, parent, "cpuset.cpus", &pc->cpus);
@@ -128,6 +134,19 @@ static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
         if (pc->r >= 0)
                 g->allowed = pc->cpus;
         g->has_allowed = pc->r >= 0 && !cpumask_empty(&pc->cpus);
+        return 0;
+}
+
+/* cpuset.cpus, the parent's (what the group may hold) and cpuset.mems. */
+static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
+        RootDir *root = cgroup_fs_cpuset_root(m->fs);
+        bool v2 = m->fs->mode == CGROUP_MODE_V2;
+        CpuMask mems;
+        int r;
+
+        g->info_valid = false;
+        if (read_cpus(m, g) < 0 || read_allowed(m, g, pc) < 0)
+                return;
         if (v2)
                 r = read_effective(root, g->path, "cpuset.mems.effective", &mems);
         else
@@ -138,12 +157,82 @@ static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
         g->info_valid = true;
 }
 
-void manager_read_groups(Manager *m, bool all) {
+/* What a placed file holds now; a v1 group's own cpuset was read just before, into g->cpus. */
+static int read_placed(Manager *m, const ManagedGroup *g, const PlacedFile *f, char **ret) {
+        if (streq(f->hierarchy, "cpuset") && streq(f->file, "cpuset.cpus") && streq(f->group, g->path)) {
+                *ret = cpumask_to_list(&g->cpus);
+                return *ret ? 0 : -ENOMEM;
+        }
+        return m->io.read(m->io.userdata, f->hierarchy, f->group, f->file, ret);
+}
+
+/*
+ * The drift check: the files peltd placed for g, read again. One that holds someone else's value
+ * takes it as its original (what a stop puts back), and the group is placed again this round;
+ * said once an episode (until a check finds every file as peltd left it). Files no longer
+ * recorded are forgotten, those gone are dropped from the records too.
+ */
+static void check_drift(Manager *m, ManagedGroup *g) {
+        size_t j = 0;
+        bool drift = false;
+
+        for (size_t i = 0; i < g->n_placed; i++) {
+                PlacedFile *f = &g->placed[i];
+                const Original *e = originals_find(m->originals, f->hierarchy, f->group, f->file);
+                _cleanup_free_ char *cur = NULL, *written = NULL;
+                int r;
+
+                if (!e) {
+                        free(f->group);
+                        continue;
+                }
+                r = read_placed(m, g, f, &cur);
+                if (r == -ENOENT || r == -ENODEV) {
+                        /* Gone (a descendant removed): nothing of it to restore. */
+                        (void) originals_drop(m->originals, f->hierarchy, f->group, f->file);
+                        free(f->group);
+                        continue;
+                }
+                g->placed[j++] = *f;
+                if (r < 0 || cg_holds_written(e->file, cur, e->written, &m->topology->online, true))
+                        continue;
+                written = strdup(e->written);
+                r = written ? originals_set_original(m->originals, f->hierarchy, f->group, f->file, cur) : -ENOMEM;
+                if (r < 0) {
+                        log_oom();
+                        continue;
+                }
+                if (!drift && !g->drift_said)
+                        log_notice("%s of %s was changed by someone else (\"%s\", peltd wrote \"%s\"): that is its original "
+                                   "now, and %s is placed again.", f->file, f->group, cur, written, g->path);
+                drift = true;
+        }
+        g->n_placed = j;
+        if (drift)
+                g->drift = true;
+        g->drift_said = drift;
+}
+
+/* A task round: the group's cpuset and its parent's read again, and what peltd placed checked. */
+static void refresh_group(Manager *m, ManagedGroup *g, ParentCpus *pc) {
+        if (read_cpus(m, g) < 0 || read_allowed(m, g, pc) < 0) {
+                g->info_valid = false;
+                return;
+        }
+        check_drift(m, g);
+}
+
+void manager_read_groups(Manager *m, bool task_round) {
         ParentCpus pc = {};
 
-        for (size_t i = 0; i < m->n_groups; i++)
-                if (all || !m->groups[i].info_valid)
-                        read_group_info(m, &m->groups[i], &pc);
+        for (size_t i = 0; i < m->n_groups; i++) {
+                ManagedGroup *g = &m->groups[i];
+
+                if (!g->info_valid)
+                        read_group_info(m, g, &pc);
+                else if (task_round)
+                        refresh_group(m, g, &pc);
+        }
         free(pc.path);
 }
 
@@ -198,7 +287,8 @@ void manager_resolve_target(Manager *m, ManagedGroup *g) {
 
 /*
  * A group made again (a new directory at its path): the originals recorded for the old directory
- * belong to nothing now; the new one's are read afresh when it is placed.
+ * belong to nothing now (saved with the round's records); the new one's are read afresh when it
+ * is placed.
  */
 static void forget_originals(Manager *m, const char *path) {
         for (size_t i = m->originals->n_entries; i > 0; i--) {
@@ -207,7 +297,7 @@ static void forget_originals(Manager *m, const char *path) {
 
                 if (!streq(o->group, path))
                         continue;
-                r = originals_forget(m->originals, o->hierarchy, o->group, o->file);
+                r = originals_drop(m->originals, o->hierarchy, o->group, o->file);
                 if (r < 0)
                         log_warning_errno(r, "Failed to drop the recorded originals of %s: %m", path);
         }

@@ -34,6 +34,13 @@
 #include "peltd/time-util.h"
 #include "peltd/topology.h"
 
+/* A file peltd wrote for a group (its own, a descendant's), that it has a record of. */
+typedef struct PlacedFile {
+        const char *hierarchy;       /* static strings, as in CgWrite */
+        const char *file;
+        char *group;                 /* the group, a descendant, or a systemd unit */
+} PlacedFile;
+
 /* What the daemon keeps about one managed group between rounds. */
 typedef struct ManagedGroup {
         char *path;
@@ -62,6 +69,15 @@ typedef struct ManagedGroup {
 
         char *last_intent;           /* the change last logged as intended (dry run), or the reason left alone */
         CgRetry retry;               /* the last placement that failed, and when to try it again */
+
+        /* What peltd placed: the plan last applied, and the files it wrote, read by the drift checks. */
+        bool applied;
+        CpuMask applied_cpus;
+        uint64_t applied_shares;     /* 0: shares not set */
+        PlacedFile *placed;
+        size_t n_placed;
+        bool drift;                  /* someone else wrote a placed file: place the plan again this round */
+        bool drift_said;             /* this episode is logged */
 
         /* The last plan, for ListGroups and GetGroup. */
         bool planned;
@@ -179,10 +195,14 @@ void managed_group_done(ManagedGroup *g);
 int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n);
 
 /*
- * Reads each group's cpuset.cpus, its parent's and cpuset.mems: every group's (all), else those
- * whose information is not valid. A group whose cpuset is unreadable is left with info_valid false.
+ * Reads what a group's plan starts from. A group whose information is not valid (new, or after a
+ * change of topology) gets its cpuset.cpus, its parent's and its cpuset.mems read; at task rounds
+ * (task_round) every other group its cpuset.cpus and its parent's again, and the files peltd
+ * placed are checked for drift: a value someone else wrote becomes the file's recorded original
+ * (in memory: saved with the round's records), and the group is placed again (logged once an
+ * episode). A group whose cpuset is unreadable is left with info_valid false.
  */
-void manager_read_groups(Manager *m, bool all);
+void manager_read_groups(Manager *m, bool task_round);
 
 /* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
 void manager_collect_threads(Manager *m);
@@ -208,10 +228,14 @@ void manager_resolve_target(Manager *m, ManagedGroup *g);
 /* manager-apply.c */
 
 /*
- * Writes what differs between res and the group's current set and shares (or, in a dry run, says
- * what it would write), records originals first, and logs the change. Failures are logged once
- * here; returns 0, or a negative errno when the placement could not even be prepared.
+ * Applies a round's plans: for each group whose plan differs from its current set and shares
+ * (cur_shares[i], as read), or that drifted, the batch is read; then the records of all of them are
+ * saved with one write of the state file, and only then are they written (in a dry run: said,
+ * once a plan). Each change is logged; failures are logged once here.
  */
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *res, const uint64_t *cur_shares,
+                          size_t n);
+/* manager_apply_groups() for one group; returns 0. */
 int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
 
 /*

@@ -146,8 +146,9 @@ static int plan_and_apply(Manager *m, bool task_round) {
         _cleanup_free_ PolicyHistory *hist = NULL;
         _cleanup_free_ ManagedGroup **owner = NULL;
         _cleanup_free_ GroupConfig *override = NULL;
+        _cleanup_free_ uint64_t *shares = NULL;
         SampledGroup *sg = NULL;
-        size_t n = sampling_groups(m->sampling, &sg), k = 0;
+        size_t n = sampling_groups(m->sampling, &sg), k = 0, n_apply = 0;
         int r;
 
         if (!sg)
@@ -164,7 +165,8 @@ static int plan_and_apply(Manager *m, bool task_round) {
         hist = new0(PolicyHistory, MAX(n, 1u));
         owner = new0(ManagedGroup *, MAX(n, 1u));
         override = new0(GroupConfig, MAX(n, 1u));
-        if (!pg || !res || !hist || !owner || !override)
+        shares = new0(uint64_t, MAX(n, 1u));
+        if (!pg || !res || !hist || !owner || !override || !shares)
                 return -ENOMEM;
 
         /* sg and m->groups are both sorted by path and hold the same groups. */
@@ -239,8 +241,12 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         }
                         continue;
                 }
-                (void) manager_apply_group(m, g, &res[i], pg[i].shares);
+                /* The placed ones, packed to the front: applied together, with one save of the state file. */
+                owner[n_apply] = g;
+                shares[n_apply] = pg[i].shares;
+                res[n_apply++] = res[i];
         }
+        manager_apply_groups(m, owner, res, shares, n_apply);
         return 0;
 }
 

@@ -47,8 +47,16 @@ RootDir *rootdir_free(RootDir *r) {
         return NULL;
 }
 
+static void trace(const RootDir *r, const char *op, const char *path) {
+        if (r->trace)
+                r->trace(r->trace_userdata, op, path);
+}
+
 int rootdir_open_file(const RootDir *r, const char *path, int flags) {
-        int fd = openat(r->fd, relative(path), flags | O_CLOEXEC);
+        int fd;
+
+        trace(r, flags & O_DIRECTORY ? "opendir" : "open", path);
+        fd = openat(r->fd, relative(path), flags | O_CLOEXEC);
 
         return fd < 0 ? negative_errno() : fd;
 }
@@ -285,6 +293,7 @@ int rootdir_write_string(const RootDir *r, const char *path, const char *value) 
         size_t len = strlen(value);
         ssize_t n;
 
+        trace(r, "write", path);
         /* O_TRUNC as the shell's ">" does: kernfs ignores it, a fixture's regular file needs it. */
         fd = rootdir_open_beneath(r, path, O_WRONLY | O_TRUNC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)

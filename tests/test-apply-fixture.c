@@ -7,11 +7,13 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
 #include "peltd/apply-cgroup.h"
 #include "peltd/cgroup-util.h"
+#include "peltd/log.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
 #include "fixture-util.h"
@@ -199,6 +201,7 @@ static void test_v1_restore_many_values(_unused_ void **state) {
         fx_sh("rm -r '%s/cpuset/g0007' '%s/cpu/g0007'", tmpdir, tmpdir);
 
         saves = o->n_saves;
+        log_set_max_level(LOG_WARNING); /* a line per value restored */
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_int_equal(o->n_saves, saves + 1);
         assert_int_equal(o->n_entries, 0);
@@ -233,7 +236,233 @@ static void test_v1_restore_many_values(_unused_ void **state) {
         assert_int_equal(cg_restore(&io, again, &online, false), 0);
         assert_int_equal(c.writes, 0);
         assert_int_equal(stat(statepath, &st), -1);
+        log_set_max_level(LOG_INFO);
         fx_sh("rm -r '%s/cpuset' '%s/cpu'", tmpdir, tmpdir);
+}
+
+/* ---- The daemon's rounds on a v1 tree: what each reads and writes, counted through the root layer ---- */
+
+typedef struct Trace {
+        char ops[64][160];
+        unsigned n, lost;
+} Trace;
+
+static void trace_op(void *userdata, const char *op, const char *path) {
+        Trace *t = userdata;
+
+        if (t->n < ELEMENTSOF(t->ops))
+                snprintf(t->ops[t->n++], sizeof t->ops[0], "%s %s", op, path[0] == '/' ? path + 1 : path);
+        else
+                t->lost++;
+}
+
+/* How many traced operations start with prefix ("open peltd/web/", "opendir ", "write "). */
+static unsigned traced(const Trace *t, const char *prefix) {
+        unsigned n = 0;
+
+        assert_int_equal(t->lost, 0);
+        for (unsigned i = 0; i < t->n; i++)
+                n += strneq(t->ops[i], prefix, strlen(prefix));
+        return n;
+}
+
+typedef struct Daemon {
+        CgroupFs *fs;
+        CgroupAccess access;
+        Config config;
+        Topology topology;
+        Manager m;
+        ManagedGroup g, *gp;
+        PolicyResult res;
+        uint64_t shares;             /* what the sampler would read from cpu.shares */
+        Trace trace;
+        char log[400];
+} Daemon;
+
+/* stderr while a daemon test runs its log into a file: put back (and the log shown) by daemon_teardown(). */
+static int saved_stderr = -1;
+static char daemon_log[400];
+
+static int daemon_teardown(_unused_ void **state) {
+        char cmd[500];
+
+        if (saved_stderr < 0)
+                return 0;
+        fflush(stderr);
+        (void) dup2(saved_stderr, STDERR_FILENO);
+        close(saved_stderr);
+        saved_stderr = -1;
+        snprintf(cmd, sizeof cmd, "sed 's/^/  peltd: /' '%s' >&2", daemon_log);
+        return system(cmd) == 0 ? 0 : -1;
+}
+
+static void daemon_start(Daemon *d) {
+        char cpusets[400], cpus[400];
+        int fd;
+
+        snprintf(cpusets, sizeof cpusets, "%s/mgr/cpuset", tmpdir);
+        snprintf(cpus, sizeof cpus, "%s/mgr/cpu", tmpdir);
+        put("mgr/cpuset/cpuset.cpus", "0-3\n");
+        put("mgr/cpuset/peltd/cpuset.cpus", "0-3\n");
+        put("mgr/cpuset/peltd/web/cpuset.cpus", "0-3\n");
+        put("mgr/cpuset/peltd/web/cpuset.mems", "0\n");
+        put("mgr/cpuset/peltd/web/child/cpuset.cpus", "1-3\n");
+        put("mgr/cpu/peltd/web/cpu.shares", "1024\n");
+
+        *d = (Daemon){ .config = { .state_file = statepath, .backend = BACKEND_CGROUPFS }, .shares = 1024 };
+        assert_int_equal(cgroup_fs_open_v1(cpus, NULL, cpusets, &d->fs), 0);
+        d->access = (CgroupAccess){ .fs = d->fs };
+        assert_int_equal(cpumask_parse_list("0-3", &d->topology.online), 0);
+        d->m = (Manager){ .config = &d->config, .topology = &d->topology, .fs = d->fs, .io = cgroup_io_real(&d->access),
+                          .lock_fd = -1 };
+        (void) unlink(statepath);
+        assert_int_equal(originals_load(statepath, &d->m.originals), 0);
+        d->g = (ManagedGroup){ .path = strdup("/peltd/web") };
+        assert_non_null(d->g.path);
+        d->gp = &d->g;
+        d->m.groups = &d->g;
+        d->m.n_groups = 1;
+        d->res = (PolicyResult){ .managed = true, .shares_set = true, .shares = 2048, .reason = "test" };
+        d->fs->cpuset->trace = d->fs->cpu->trace = trace_op;
+        d->fs->cpuset->trace_userdata = d->fs->cpu->trace_userdata = &d->trace;
+
+        /* What the daemon says goes to a file, to be counted (and shown by daemon_teardown()). */
+        snprintf(d->log, sizeof d->log, "%s/mgr.log", tmpdir);
+        snprintf(daemon_log, sizeof daemon_log, "%s", d->log);
+        fflush(stderr);
+        saved_stderr = dup(STDERR_FILENO);
+        fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        assert_true(fd >= 0 && saved_stderr >= 0);
+        assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
+        close(fd);
+}
+
+static void daemon_stop(Daemon *d) {
+        managed_group_done(&d->g);
+        originals_free(d->m.originals);
+        cgroup_fs_free(d->fs);
+        fx_sh("rm -r '%s/mgr'", tmpdir);
+}
+
+static unsigned logged(const Daemon *d, const char *s) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[1024];
+        unsigned n = 0;
+
+        fflush(stderr);
+        f = fopen(d->log, "re");
+        assert_non_null(f);
+        while (fgets(line, sizeof line, f))
+                n += !!strstr(line, s);
+        return n;
+}
+
+/* One round as the daemon runs it: the groups read, then the plan applied; the trace from here. */
+static void round_(Daemon *d, bool task_round, const char *cpus) {
+        d->trace = (Trace){};
+        assert_int_equal(cpumask_parse_list(cpus, &d->res.cpus), 0);
+        manager_read_groups(&d->m, task_round);
+        assert_true(d->g.info_valid);
+        manager_apply_groups(&d->m, &d->gp, &d->res, &d->shares, 1);
+}
+
+/*
+ * A placed group whose plan holds costs no I/O of its placement: none at group rounds, and at a
+ * task round one read of each file peltd placed (the drift check) and of the parent's cpuset —
+ * no listing of its children, no cpuset.mems, no write.
+ */
+static void test_steady_group_costs_no_placement_io(_unused_ void **state) {
+        Daemon d;
+        unsigned saves;
+
+        daemon_start(&d);
+        saves = d.m.originals->n_saves;
+        round_(&d, true, "2-3");
+        assert_string_equal(get("mgr/cpuset/peltd/web/cpuset.cpus"), "2-3");
+        assert_string_equal(get("mgr/cpuset/peltd/web/child/cpuset.cpus"), "2-3");
+        assert_string_equal(get("mgr/cpu/peltd/web/cpu.shares"), "2048");
+        /* Three records, one save before the three writes; the descendants were listed (web's, child's). */
+        assert_int_equal(d.m.originals->n_entries, 3);
+        assert_int_equal(d.m.originals->n_saves, saves + 1);
+        assert_int_equal(traced(&d.trace, "opendir peltd/web"), 2);
+        assert_int_equal(traced(&d.trace, "write "), 3);
+        d.shares = 2048;
+
+        for (int i = 0; i < 30; i++) {
+                round_(&d, false, "2-3");
+                assert_int_equal(d.trace.n, 0);
+        }
+        for (int i = 0; i < 3; i++) {
+                round_(&d, true, "2-3");
+                assert_int_equal(traced(&d.trace, "open peltd/web/cpuset.cpus"), 1);
+                assert_int_equal(traced(&d.trace, "open peltd/web/child/cpuset.cpus"), 1);
+                assert_int_equal(traced(&d.trace, "open peltd/web/cpu.shares"), 1);
+                assert_int_equal(traced(&d.trace, "open peltd/cpuset.cpus"), 1);
+                assert_int_equal(d.trace.n, 4);
+        }
+        assert_int_equal(d.m.originals->n_saves, saves + 1);
+
+        /* A new plan: the children are listed again, the change saved once more. */
+        round_(&d, false, "3");
+        assert_string_equal(get("mgr/cpuset/peltd/web/child/cpuset.cpus"), "3");
+        assert_int_equal(traced(&d.trace, "opendir peltd/web"), 2);
+        assert_int_equal(d.m.originals->n_saves, saves + 2);
+        assert_int_equal(logged(&d, "/peltd/web: CPUs 2-3 -> 3"), 1);
+        daemon_stop(&d);
+}
+
+/*
+ * Someone else writes a placed file: the next task round takes that value as the file's original,
+ * places the plan again and says so once for the episode; a stop puts back the other value.
+ */
+static void test_drift_becomes_the_original(_unused_ void **state) {
+        Daemon d;
+        CpuMask online;
+
+        daemon_start(&d);
+        round_(&d, true, "2-3");
+        d.shares = 2048;
+
+        /* Someone else widens the group and sets its shares; group rounds do not look. */
+        put("mgr/cpuset/peltd/web/cpuset.cpus", "0-3\n");
+        put("mgr/cpu/peltd/web/cpu.shares", "512\n");
+        round_(&d, false, "2-3");
+        assert_string_equal(get("mgr/cpuset/peltd/web/cpuset.cpus"), "0-3");
+        d.shares = 512;
+        round_(&d, true, "2-3");
+        assert_string_equal(get("mgr/cpuset/peltd/web/cpuset.cpus"), "2-3");
+        assert_string_equal(get("mgr/cpu/peltd/web/cpu.shares"), "2048");
+        d.shares = 2048;
+        assert_string_equal(originals_find(d.m.originals, "cpuset", "/peltd/web", "cpuset.cpus")->original, "0-3");
+        assert_string_equal(originals_find(d.m.originals, "cpu", "/peltd/web", "cpu.shares")->original, "512");
+        assert_int_equal(logged(&d, "was changed by someone else"), 1);
+        /* Placing the same plan again is not a change of placement. */
+        assert_int_equal(logged(&d, "/peltd/web: CPUs"), 1);
+
+        /* The other writer keeps at it: placed again each task round, said no more. */
+        for (int i = 0; i < 3; i++) {
+                put("mgr/cpuset/peltd/web/cpuset.cpus", "1-3\n");
+                round_(&d, true, "2-3");
+                assert_string_equal(get("mgr/cpuset/peltd/web/cpuset.cpus"), "2-3");
+        }
+        assert_int_equal(logged(&d, "was changed by someone else"), 1);
+        assert_string_equal(originals_find(d.m.originals, "cpuset", "/peltd/web", "cpuset.cpus")->original, "1-3");
+        /* It stopped: the episode is over; a new one is said again. */
+        round_(&d, true, "2-3");
+        put("mgr/cpuset/peltd/web/child/cpuset.cpus", "3\n");
+        round_(&d, true, "2-3");
+        assert_int_equal(logged(&d, "was changed by someone else"), 2);
+        /* The descendant's own choice lies inside the group's set: it is what the plan gives it now. */
+        assert_string_equal(get("mgr/cpuset/peltd/web/child/cpuset.cpus"), "3");
+        assert_string_equal(originals_find(d.m.originals, "cpuset", "/peltd/web/child", "cpuset.cpus")->original, "3");
+
+        /* A stop puts back the other writers' values. */
+        assert_int_equal(cpumask_parse_list("0-3", &online), 0);
+        assert_int_equal(cg_restore(&d.m.io, d.m.originals, &online, false), 0);
+        assert_string_equal(get("mgr/cpuset/peltd/web/cpuset.cpus"), "1-3");
+        assert_string_equal(get("mgr/cpuset/peltd/web/child/cpuset.cpus"), "3");
+        assert_string_equal(get("mgr/cpu/peltd/web/cpu.shares"), "512");
+        daemon_stop(&d);
 }
 
 static int setup(_unused_ void **state) {
@@ -261,6 +490,8 @@ int main(void) {
                 cmocka_unit_test(test_v2_placement_and_restore),
                 cmocka_unit_test(test_child_cpuset_is_not_pinning),
                 cmocka_unit_test(test_v1_restore_many_values),
+                cmocka_unit_test_teardown(test_steady_group_costs_no_placement_io, daemon_teardown),
+                cmocka_unit_test_teardown(test_drift_becomes_the_original, daemon_teardown),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -52,6 +52,13 @@ void cg_write_done(CgWrite *w);
 bool cg_file_is_cpulist(const char *file);
 
 /*
+ * Whether a file holding `cur` still holds peltd's last value `written`: the same value (CPU
+ * lists as sets, controllers as listed), or for a cpuset that value less the CPUs not in `online`
+ * (v1 drops offline CPUs from every cpuset) — an empty set only where empty_ok.
+ */
+bool cg_holds_written(const char *file, const char *cur, const char *written, const CpuMask *online, bool empty_ok);
+
+/*
  * Applies the batch as described above: cg_batch_read(), then (not in dry-run mode)
  * cg_batch_record() and one originals_commit(), then cg_batch_write(). In dry-run mode everything
  * is read and compared, nothing is written or recorded, and `changed` says what would have been

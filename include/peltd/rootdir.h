@@ -20,6 +20,13 @@
 typedef struct RootDir {
         int fd;
         char *path;
+        /*
+         * Tests count the I/O that goes through a root: when set, called for every file opened to be
+         * read ("open"), directory opened to be listed ("opendir") and file written ("write"), with
+         * the path as given. NULL in the daemon.
+         */
+        void (*trace)(void *userdata, const char *op, const char *path);
+        void *trace_userdata;
 } RootDir;
 
 int rootdir_open(const char *path, RootDir **ret);
