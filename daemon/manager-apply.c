@@ -283,6 +283,9 @@ static void placed(Manager *m, Pending *p) {
                 log_info("%s placed after %u failed tries.", g->path, failures);
         g->drift = false;
         note_placed(m, g, p->w, p->n);
+        /* Its shares and cpuset are read again at the next round, not only at the next task round. */
+        if (m->sampling && cg_batch_changed(p->w, p->n))
+                sampling_refresh_group(m->sampling, g->path);
         g->cpus = res->cpus;
         g->applied = true;
         g->applied_cpus = res->cpus;

@@ -9,11 +9,30 @@
 #include "peltd/sample-cgroup.h"
 #include "peltd/time-util.h"
 
+/*
+ * A directory above managed groups, up to the walk's root: when its usage counter did not move
+ * since the last round, nothing below it ran, and its groups need not be read.
+ */
+typedef struct Ancestor {
+        char *path;
+        int fd;                      /* its usage counter (v1 cpuacct.usage, v2 cpu.stat), -1: none */
+        ssize_t parent;              /* its own parent in the list, -1: none */
+        bool have;                   /* usage holds its last reading */
+        uint64_t usage;
+        bool moved;                  /* this round: its counter moved, or is not known */
+} Ancestor;
+
 struct CgroupSampler {
         const CgroupFs *fs;
         GroupFilter filter;
         const unsigned *capacity;
         size_t n_capacity;
+        bool read_all;               /* every counter every round (a reference for tests) */
+        bool want_percpu;            /* per-CPU usage besides capacities that differ (steal) */
+        bool refresh_all;            /* every group's shares, cpuset and quota at the next round */
+
+        Ancestor *ancestors;         /* sorted by path: parents before their children */
+        size_t n_ancestors;
 
         CgroupGroup **groups;        /* sorted by path */
         size_t n_groups, allocated;
@@ -72,9 +91,15 @@ static void group_free(CgroupGroup *g) {
         close_fd(&g->stat_fd);
         close_fd(&g->shares_fd);
         close_fd(&g->cpus_fd);
+        close_fd(&g->quota_fd);
         free(g->percpu_ns);
         free(g->path);
         free(g);
+}
+
+static void ancestor_done(Ancestor *a) {
+        free(a->path);
+        close_fd(&a->fd);
 }
 
 static void paths_clear(CgroupSampler *s) {
@@ -89,6 +114,9 @@ CgroupSampler *cgroup_sampler_free(CgroupSampler *s) {
         for (size_t i = 0; i < s->n_groups; i++)
                 group_free(s->groups[i]);
         free(s->groups);
+        for (size_t i = 0; i < s->n_ancestors; i++)
+                ancestor_done(&s->ancestors[i]);
+        free(s->ancestors);
         paths_clear(s);
         free(s->paths);
         readbuf_done(&s->buf);
@@ -106,13 +134,37 @@ static unsigned capacity_of(const CgroupSampler *s, size_t cpu) {
         return s->capacity && cpu < s->n_capacity && s->capacity[cpu] ? s->capacity[cpu] : 1024;
 }
 
+void cgroup_sampler_set_percpu(CgroupSampler *s, bool want) {
+        s->want_percpu = want;
+}
+
+void cgroup_sampler_set_read_all(CgroupSampler *s, bool read_all) {
+        s->read_all = read_all;
+}
+
+/*
+ * Per-CPU usage matters where the CPUs differ in capacity (each CPU's time counts its capacity),
+ * or where steal shares are taken per CPU; elsewhere the total says the same.
+ */
+static bool percpu_wanted(const CgroupSampler *s) {
+        if (s->read_all || s->want_percpu)
+                return true;
+        for (size_t i = 1; i < s->n_capacity; i++)
+                if (capacity_of(s, i) != capacity_of(s, 0))
+                        return true;
+        return false;
+}
+
 size_t cgroup_sampler_n_groups(const CgroupSampler *s) {
         return s->n_groups;
 }
 
 size_t cgroup_sampler_fds_wanted(const CgroupSampler *s) {
-        /* Five counter files a group (usage, usage_percpu, cpu.stat, shares, cpus); a walk holds a directory a level. */
-        return 5 * s->n_groups + 64;
+        /*
+         * Six counter files a group (usage, usage_percpu, cpu.stat, shares, cpus, quota), one an
+         * ancestor; a walk holds a directory a level.
+         */
+        return 6 * s->n_groups + s->n_ancestors + 64;
 }
 
 CgroupGroup *cgroup_sampler_group(CgroupSampler *s, size_t i) {
@@ -259,52 +311,74 @@ static void take_cpus(CgroupSampler *s, CgroupGroup *g) {
         g->capacity = (unsigned) (sum / g->nr_cpus);
 }
 
-/* v2: cpu.stat (which every group has: it says whether the group is gone), the cpuset, the weight. */
-static int read_group_v2(CgroupSampler *s, CgroupGroup *g) {
-        const char *buf;
+/* Whether a quota limits the group (v1 cpu.cfs_quota_us not -1, v2 cpu.max not "max"): it may be throttled. */
+static void take_quota(CgroupSampler *s, CgroupGroup *g) {
+        const char *t = s->buf.data;
+
+        g->has_quota = !(t[0] == '-' || startswith(t, "max"));
+}
+
+/* v2 cpu.stat: the usage and the throttling counters. */
+static void take_v2_stat(CgroupSampler *s, CgroupGroup *g) {
+        const char *buf = s->buf.data;
+        uint64_t v;
+
+        g->have_usage = g->have_throttled = false;
+        if (cgroup_parse_keyed_u64(buf, "usage_usec", &v) >= 0) {
+                g->usage_ns = v * 1000;
+                g->have_usage = true;
+        } else
+                log_debug("%s: cpu.stat has no usable usage_usec, skipping it this round.", g->path);
+        if (cgroup_parse_keyed_u64(buf, "throttled_usec", &v) >= 0) {
+                g->throttled_ns = v * 1000;
+                g->have_throttled = true;
+        }
+        if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
+                g->nr_throttled = v;
+}
+
+/* v2: the cpuset, the weight and the quota (at a refresh). */
+static void read_v2_settings(CgroupSampler *s, CgroupGroup *g) {
         uint64_t v;
         int k;
 
+        g->read_mask |= CGROUP_READ_CPUS | CGROUP_READ_SHARES | CGROUP_READ_QUOTA;
+        if (read_v2_controller(s, g, &g->cpus_fd, "cpuset.cpus.effective") >= 0)
+                take_cpus(s, g);
+        k = read_v2_controller_u64(s, g, &g->shares_fd, "cpu.weight", &v);
+        g->have_shares = k >= 0 && v >= 1 && v <= 10000;
+        if (g->have_shares)
+                g->shares = cgroup_weight_to_shares(v);
+        if (read_v2_controller(s, g, &g->quota_fd, "cpu.max") >= 0)
+                take_quota(s, g);
+        else
+                g->has_quota = false;
+}
+
+/* v2: cpu.stat (which every group has: it says whether the group is gone); at a refresh the rest. */
+static int read_group_v2(CgroupSampler *s, CgroupGroup *g, bool refresh) {
+        int k;
+
+        g->read_mask |= CGROUP_READ_USAGE;
         k = read_fd(s, g->stat_fd);
         g->sample_ns = s->clock(s->clock_userdata);
         if (gone_errno(k))
                 return -ENODEV;
-        if (k >= 0) {
-                buf = s->buf.data;
-                if (cgroup_parse_keyed_u64(buf, "usage_usec", &v) >= 0) {
-                        g->usage_ns = v * 1000;
-                        g->have_usage = true;
-                } else
-                        log_debug("%s: cpu.stat has no usable usage_usec, skipping it this round.", g->path);
-                if (cgroup_parse_keyed_u64(buf, "throttled_usec", &v) >= 0) {
-                        g->throttled_ns = v * 1000;
-                        g->have_throttled = true;
-                }
-                if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
-                        g->nr_throttled = v;
-        }
-        if (read_v2_controller(s, g, &g->cpus_fd, "cpuset.cpus.effective") >= 0)
-                take_cpus(s, g);
-        k = read_v2_controller_u64(s, g, &g->shares_fd, "cpu.weight", &v);
-        if (k >= 0 && v >= 1 && v <= 10000) {
-                g->shares = cgroup_weight_to_shares(v);
-                g->have_shares = true;
-        }
+        if (k >= 0)
+                take_v2_stat(s, g);
+        else
+                g->have_usage = g->have_throttled = false;
+        if (refresh)
+                read_v2_settings(s, g);
         return 0;
 }
 
-/* Reads every counter of g; returns -ENODEV when the group is gone. */
-static int read_group(CgroupSampler *s, CgroupGroup *g) {
-        const char *buf;
+/* v1: the cpuset and the shares, at a refresh. Returns -ENODEV when the group is gone. */
+static int read_v1_settings(CgroupSampler *s, CgroupGroup *g) {
         uint64_t v;
         int k;
 
-        g->have_usage = g->have_throttled = g->have_shares = false;
-        g->n_percpu = 0;
-
-        if (s->fs->mode == CGROUP_MODE_V2)
-                return read_group_v2(s, g);
-
+        g->read_mask |= CGROUP_READ_CPUS | CGROUP_READ_SHARES | CGROUP_READ_QUOTA;
         if (g->cpus_fd >= 0) {
                 k = read_fd(s, g->cpus_fd);
                 if (k >= 0)
@@ -312,61 +386,180 @@ static int read_group(CgroupSampler *s, CgroupGroup *g) {
                 else if (gone_errno(k))
                         return -ENODEV;
         }
-
-        k = read_u64_fd(g->usage_fd, &v);
-        if (gone_errno(k))
-                return -ENODEV;
-        if (k >= 0) {
-                g->usage_ns = v;
-                g->have_usage = true;
-        } else if (k == -EINVAL)
-                log_debug("%s: cpuacct.usage does not parse, skipping it this round.", g->path);
-
-        k = read_fd(s, g->percpu_fd);
-        g->sample_ns = s->clock(s->clock_userdata);
-        if (gone_errno(k))
-                return -ENODEV;
-        if (k >= 0) {
-                k = take_percpu(s, g, s->buf.data);
-                if (k == -ENOMEM)
-                        return k;
-                if (k < 0)
-                        log_debug("%s: cpuacct.usage_percpu does not parse, skipping it this round.", g->path);
-        } else if (k == -EFBIG)
-                log_debug("%s: cpuacct.usage_percpu is over 4 MiB, skipping it.", g->path);
-
-        k = read_fd(s, g->stat_fd);
-        if (k >= 0) {
-                buf = s->buf.data;
-                if (cgroup_parse_keyed_u64(buf, "throttled_time", &v) >= 0) {
-                        g->throttled_ns = v;
-                        g->have_throttled = true;
-                } else
-                        log_debug("%s: cpu.stat has no usable throttled_time, skipping it this round.", g->path);
-                if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
-                        g->nr_throttled = v;
-        }
         /* A group missing from the cpu hierarchy is still managed where it exists. */
-
         k = read_u64_fd(g->shares_fd, &v);
-        if (k >= 0 && v >= 2) {
+        g->have_shares = k >= 0 && v >= 2;
+        if (g->have_shares)
                 g->shares = v;
-                g->have_shares = true;
-        }
+        g->has_quota = read_fd(s, g->quota_fd) >= 0;
+        if (g->has_quota)
+                take_quota(s, g);
         return 0;
 }
 
+/* v1 cpu.stat: the throttling counters. */
+static void read_v1_stat(CgroupSampler *s, CgroupGroup *g) {
+        const char *buf;
+        uint64_t v;
+
+        g->read_mask |= CGROUP_READ_STAT;
+        g->have_throttled = false;
+        if (read_fd(s, g->stat_fd) < 0)
+                return;
+        buf = s->buf.data;
+        if (cgroup_parse_keyed_u64(buf, "throttled_time", &v) >= 0) {
+                g->throttled_ns = v;
+                g->have_throttled = true;
+        } else
+                log_debug("%s: cpu.stat has no usable throttled_time, skipping it this round.", g->path);
+        if (cgroup_parse_keyed_u64(buf, "nr_throttled", &v) >= 0)
+                g->nr_throttled = v;
+}
+
+/* v1: the usage, per CPU where wanted, the throttling counters where a quota can make them grow. */
+static int read_group_v1(CgroupSampler *s, CgroupGroup *g, bool refresh, bool percpu) {
+        uint64_t v;
+        int k;
+
+        if (refresh && read_v1_settings(s, g) < 0)
+                return -ENODEV;
+
+        g->read_mask |= CGROUP_READ_USAGE;
+        k = read_u64_fd(g->usage_fd, &v);
+        if (gone_errno(k))
+                return -ENODEV;
+        g->have_usage = k >= 0;
+        if (k >= 0)
+                g->usage_ns = v;
+        else if (k == -EINVAL)
+                log_debug("%s: cpuacct.usage does not parse, skipping it this round.", g->path);
+
+        g->percpu_current = false;
+        if (percpu) {
+                g->read_mask |= CGROUP_READ_PERCPU;
+                k = read_fd(s, g->percpu_fd);
+                if (gone_errno(k))
+                        return -ENODEV;
+                g->n_percpu = 0;
+                if (k >= 0) {
+                        k = take_percpu(s, g, s->buf.data);
+                        if (k == -ENOMEM)
+                                return k;
+                        if (k < 0)
+                                log_debug("%s: cpuacct.usage_percpu does not parse, skipping it this round.", g->path);
+                        g->percpu_current = k >= 0;
+                } else if (k == -EFBIG)
+                        log_debug("%s: cpuacct.usage_percpu is over 4 MiB, skipping it.", g->path);
+        } else
+                g->n_percpu = 0; /* not as of now: no quiet round may take it for current */
+        g->sample_ns = s->clock(s->clock_userdata);
+
+        /* Without a quota of its own a group is never throttled (an ancestor's shows in the ancestor's). */
+        if (g->has_quota || s->read_all)
+                read_v1_stat(s, g);
+        return 0;
+}
+
+/*
+ * Whether g provably did not run since the last round: its usage is known, and an ancestor's
+ * counter did not move. A group with a quota may be throttled without running: it is read.
+ */
+static bool quiet(const CgroupSampler *s, const CgroupGroup *g) {
+        return !s->read_all && g->have_usage && !g->has_quota && g->ancestor >= 0 &&
+               (size_t) g->ancestor < s->n_ancestors && !s->ancestors[g->ancestor].moved;
+}
+
+/* Reads what this round needs of g's counters; returns -ENODEV when the group is gone. */
+static int read_group(CgroupSampler *s, CgroupGroup *g, bool percpu) {
+        bool refresh = g->refresh || s->read_all;
+
+        g->read_mask = 0;
+        g->refresh = false;
+        if (quiet(s, g)) {
+                /* Its counters are as they were: only the time moves on (and the settings are read when due). */
+                g->sample_ns = s->clock(s->clock_userdata);
+                g->percpu_current = g->n_percpu > 0;
+                if (!refresh)
+                        return 0;
+                if (s->fs->mode == CGROUP_MODE_V2) {
+                        read_v2_settings(s, g);
+                        return 0;
+                }
+                return read_v1_settings(s, g);
+        }
+        if (s->fs->mode == CGROUP_MODE_V2)
+                return read_group_v2(s, g, refresh);
+        return read_group_v1(s, g, refresh, percpu);
+}
+
+/* An ancestor's usage counter. */
+static int read_ancestor(CgroupSampler *s, const Ancestor *a, uint64_t *ret) {
+        uint64_t v;
+        int k;
+
+        if (s->fs->mode != CGROUP_MODE_V2)
+                return read_u64_fd(a->fd, ret);
+        k = read_fd(s, a->fd);
+        if (k < 0)
+                return k;
+        if (cgroup_parse_keyed_u64(s->buf.data, "usage_usec", &v) < 0)
+                return -EINVAL;
+        *ret = v * 1000;
+        return 0;
+}
+
+/* The ancestors' counters, parents first: below one that did not move, none moved. */
+static void read_ancestors(CgroupSampler *s) {
+        for (size_t i = 0; i < s->n_ancestors; i++) {
+                Ancestor *a = &s->ancestors[i];
+                uint64_t v;
+                int k;
+
+                if (a->parent >= 0 && !s->ancestors[a->parent].moved && a->have) {
+                        a->moved = false;
+                        continue;
+                }
+                k = read_ancestor(s, a, &v);
+                if (k < 0) {
+                        a->moved = true;
+                        a->have = false;
+                        if (gone_errno(k))
+                                close_fd(&a->fd); /* made again, perhaps: opened again after the next walk */
+                        continue;
+                }
+                a->moved = !a->have || v != a->usage;
+                a->usage = v;
+                a->have = true;
+        }
+}
+
+void cgroup_sampler_refresh(CgroupSampler *s, const char *path) {
+        if (!path) {
+                s->refresh_all = true;
+                return;
+        }
+        for (size_t i = 0; i < s->n_groups; i++)
+                if (streq(s->groups[i]->path, path))
+                        s->groups[i]->refresh = true;
+}
+
 void cgroup_sampler_read_counters(CgroupSampler *s) {
+        bool percpu = percpu_wanted(s);
+
+        if (!s->read_all)
+                read_ancestors(s);
         for (size_t i = 0; i < s->n_groups; i++) {
                 CgroupGroup *g = s->groups[i];
 
                 if (g->state != CGROUP_GROUP_LIVE)
                         continue;
-                if (read_group(s, g) == -ENODEV) {
+                g->refresh |= s->refresh_all;
+                if (read_group(s, g, percpu) == -ENODEV) {
                         log_debug("%s: removed, no longer sampled.", g->path);
                         g->state = CGROUP_GROUP_GONE;
                 }
         }
+        s->refresh_all = false;
 }
 
 static int group_new(CgroupSampler *s, const char *path, CgroupGroup **ret) {
@@ -376,7 +569,9 @@ static int group_new(CgroupSampler *s, const char *path, CgroupGroup **ret) {
 
         if (!g)
                 return -ENOMEM;
-        g->usage_fd = g->percpu_fd = g->stat_fd = g->shares_fd = g->cpus_fd = -1;
+        g->usage_fd = g->percpu_fd = g->stat_fd = g->shares_fd = g->cpus_fd = g->quota_fd = -1;
+        g->ancestor = -1;
+        g->refresh = true;
         g->state = CGROUP_GROUP_NEW;
         g->path = strdup(path);
         if (!g->path) {
@@ -389,18 +584,23 @@ static int group_new(CgroupSampler *s, const char *path, CgroupGroup **ret) {
                 g->stat_fd = MAX(open_group_file(s->fs->unified, path, "cpu.stat"), -1);
                 g->shares_fd = MAX(open_group_file(s->fs->unified, path, "cpu.weight"), -1);
                 g->cpus_fd = MAX(open_group_file(s->fs->unified, path, "cpuset.cpus.effective"), -1);
+                g->quota_fd = MAX(open_group_file(s->fs->unified, path, "cpu.max"), -1);
         } else {
                 g->usage_fd = MAX(open_group_file(s->fs->cpuacct, path, "cpuacct.usage"), -1);
                 g->percpu_fd = MAX(open_group_file(s->fs->cpuacct, path, "cpuacct.usage_percpu"), -1);
                 g->stat_fd = MAX(open_group_file(s->fs->cpu, path, "cpu.stat"), -1);
                 g->shares_fd = MAX(open_group_file(s->fs->cpu, path, "cpu.shares"), -1);
+                g->quota_fd = MAX(open_group_file(s->fs->cpu, path, "cpu.cfs_quota_us"), -1);
                 k = open_group_file(s->fs->cpuset, path, "cpuset.effective_cpus");
                 if (k < 0)
                         k = open_group_file(s->fs->cpuset, path, "cpuset.cpus");
                 g->cpus_fd = MAX(k, -1);
         }
 
-        k = read_group(s, g);
+        /* The baseline: everything (the throttling counters with or without a quota). */
+        k = read_group(s, g, percpu_wanted(s));
+        if (k >= 0 && s->fs->mode != CGROUP_MODE_V2 && !g->has_quota)
+                read_v1_stat(s, g);
         if (k < 0) {
                 group_free(g);
                 return k;
@@ -498,6 +698,129 @@ static int path_add(CgroupSampler *s, const char *path, size_t *ret) {
         if (!s->paths[s->n_paths])
                 return -ENOMEM;
         *ret = s->n_paths++;
+        return 0;
+}
+
+static int path_cmp(const void *a, const void *b) {
+        return strcmp(*(char *const *) a, *(char *const *) b);
+}
+
+static ssize_t ancestor_find(const CgroupSampler *s, const char *path) {
+        size_t lo = 0, hi = s->n_ancestors;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                int c = strcmp(path, s->ancestors[mid].path);
+
+                if (c == 0)
+                        return (ssize_t) mid;
+                if (c < 0)
+                        hi = mid;
+                else
+                        lo = mid + 1;
+        }
+        return -1;
+}
+
+/* Whether path lies strictly below the walk's root. */
+static bool below_root(const CgroupSampler *s, const char *path) {
+        const char *t = streq(s->filter.root, "/") ? path : startswith(path, s->filter.root);
+
+        return t && t[0] == '/' && t[1];
+}
+
+/*
+ * After a walk: the ancestors of every group, up to the walk's root, each with its usage counter
+ * kept open (those already known keep theirs and their last reading), each group pointed at its
+ * parent among them.
+ */
+static void paths_free(char ***want, size_t *n) {
+        for (size_t i = 0; i < *n; i++)
+                free((*want)[i]);
+        free(*want);
+        *want = NULL;
+        *n = 0;
+}
+
+static int ancestors_update(CgroupSampler *s) {
+        _cleanup_free_ bool *taken = NULL;
+        char **want = NULL;
+        size_t n = 0, allocated = 0, k = 0;
+        Ancestor *na;
+
+        for (size_t i = 0; i < s->n_groups; i++) {
+                char *p = s->groups[i]->state == CGROUP_GROUP_GONE || !below_root(s, s->groups[i]->path)
+                                  ? NULL
+                                  : cgroup_parent_path(s->groups[i]->path);
+
+                for (; p; p = below_root(s, p) ? cgroup_parent_path(want[n - 1]) : NULL) {
+                        if (n + 2 > allocated) {
+                                size_t nal = allocated ? allocated * 2 : 16;
+                                char **nw = realloc(want, nal * sizeof *nw);
+
+                                if (!nw) {
+                                        free(p);
+                                        paths_free(&want, &n);
+                                        return -ENOMEM;
+                                }
+                                want = nw;
+                                allocated = nal;
+                        }
+                        want[n++] = p;
+                        want[n] = NULL;
+                }
+        }
+        if (want)
+                qsort(want, n, sizeof *want, path_cmp);
+
+        na = new0(Ancestor, MAX(n, 1u));
+        taken = new0(bool, MAX(s->n_ancestors, 1u));
+        if (!na || !taken) {
+                free(na);
+                paths_free(&want, &n);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++) {
+                ssize_t old;
+
+                if (k > 0 && streq(na[k - 1].path, want[i]))
+                        continue;
+                na[k] = (Ancestor){ .path = TAKE_PTR(want[i]), .fd = -1 };
+                old = ancestor_find(s, na[k].path);
+                if (old >= 0 && s->ancestors[old].fd >= 0) {
+                        /* Known: its fd and its last reading stay. */
+                        na[k].fd = s->ancestors[old].fd;
+                        na[k].have = s->ancestors[old].have;
+                        na[k].usage = s->ancestors[old].usage;
+                        na[k].moved = s->ancestors[old].moved;
+                        taken[old] = true;
+                } else
+                        na[k].fd = MAX(open_group_file(cgroup_fs_usage_root(s->fs), na[k].path,
+                                                       s->fs->mode == CGROUP_MODE_V2 ? "cpu.stat" : "cpuacct.usage"),
+                                       -1);
+                k++;
+        }
+        paths_free(&want, &n);
+        for (size_t i = 0; i < s->n_ancestors; i++) {
+                if (taken[i])
+                        s->ancestors[i].fd = -1;
+                ancestor_done(&s->ancestors[i]);
+        }
+        free(s->ancestors);
+        s->ancestors = na;
+        s->n_ancestors = k;
+
+        for (size_t i = 0; i < k; i++) {
+                _cleanup_free_ char *p = below_root(s, na[i].path) ? cgroup_parent_path(na[i].path) : NULL;
+
+                na[i].parent = p ? ancestor_find(s, p) : -1;
+        }
+        for (size_t i = 0; i < s->n_groups; i++) {
+                CgroupGroup *g = s->groups[i];
+                _cleanup_free_ char *p = below_root(s, g->path) ? cgroup_parent_path(g->path) : NULL;
+
+                g->ancestor = p ? ancestor_find(s, p) : -1;
+        }
         return 0;
 }
 
@@ -612,5 +935,5 @@ int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata) {
                         g->state = CGROUP_GROUP_GONE;
                 }
         }
-        return 0;
+        return ancestors_update(s);
 }

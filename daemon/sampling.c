@@ -13,8 +13,10 @@
 /* What tracking keeps for a managed group. */
 typedef struct GroupData {
         TrackGroup tg;
-        uint64_t *last_percpu_ns;    /* usage_percpu as of the last round */
-        size_t n_last_percpu;
+        uint64_t *last_percpu_ns;    /* usage_percpu as of the last round, when n_last_percpu > 0 */
+        size_t n_last_percpu, n_last_percpu_allocated;
+        bool have_last_usage;
+        uint64_t last_usage_ns;      /* the usage counter as of the last round */
         uint64_t usage_eff_ns;       /* capacity-invariant, steal-free usage, accumulated */
         uint64_t last_throttled_ns;
         uint64_t throttled_growth_ns;
@@ -63,6 +65,7 @@ struct Sampling {
         uint64_t history_ns[STEAL_HISTORY];
         size_t history_head, history_count;
         bool have_cpu_times;
+        bool steal_seen;                    /* steal in some window: per-CPU usage read from then on */
         uint64_t steal_frac;                /* the machine's, last round */
         uint64_t *cpu_steal_frac;           /* per CPU, last round */
         uint64_t last_steal_ns;             /* when /proc/stat was last read */
@@ -126,6 +129,7 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
                 return r;
         cgroup_sampler_set_capacities(s->groups, o->capacity, o->n_capacity);
         cgroup_sampler_set_clock(s->groups, o->clock, o->clock_userdata);
+        cgroup_sampler_set_read_all(s->groups, o->read_everything);
 
         *ret = TAKE_PTR(s);
         return 0;
@@ -178,6 +182,10 @@ void sampling_set_task_tracking(Sampling *s, bool task_tracking) {
         s->opts.task_tracking = task_tracking;
 }
 
+void sampling_refresh_group(Sampling *s, const char *path) {
+        cgroup_sampler_refresh(s->groups, path);
+}
+
 unsigned sampling_rounds(const Sampling *s) {
         return s->rounds;
 }
@@ -193,18 +201,22 @@ static uint64_t steal_of(const Sampling *s, int cpu) {
 }
 
 /*
- * Adds this round's per-CPU usage to the group's capacity-invariant, steal-free usage: each CPU's
- * time counts capacity/1024 and is a share of the time that CPU was not stolen. Returns false
- * when the split is unknown, or a counter went backwards (a recreated group: skip the round).
+ * Adds this round's usage to the group's capacity-invariant, steal-free usage. Where the per-CPU
+ * split is known this round and last, each CPU's time counts capacity/1024 and is a share of the
+ * time that CPU was not stolen. Where it is not read (the CPUs alike and no steal: it would say the
+ * same as the total), or its baseline is new, the total's growth counts, at the capacity of the
+ * group's CPUs and as a share of the machine's time not stolen. Returns false when there is no
+ * usage this round or a counter went backwards (a recreated group: skip the round).
  */
-static bool accumulate_percpu(const Sampling *s, GroupData *d, const CgroupGroup *g) {
-        bool ok = true;
+static bool accumulate_usage(const Sampling *s, GroupData *d, const CgroupGroup *g) {
+        bool ok = g->have_usage;
 
-        if (g->n_percpu == 0) {
+        if (!g->have_usage) {
+                d->have_last_usage = false;
                 d->n_last_percpu = 0;
                 return false;
         }
-        if (d->n_last_percpu == g->n_percpu) {
+        if (g->percpu_current && d->n_last_percpu == g->n_percpu && d->n_last_percpu > 0) {
                 for (size_t cpu = 0; cpu < g->n_percpu; cpu++) {
                         uint64_t delta, steal = steal_of(s, (int) cpu);
 
@@ -218,23 +230,46 @@ static bool accumulate_percpu(const Sampling *s, GroupData *d, const CgroupGroup
                                 delta = (uint64_t) (((unsigned __int128) delta << PELT_FRAC_SHIFT) / (PELT_FRAC_ONE - steal));
                         d->usage_eff_ns += delta;
                 }
-        } else {
-                uint64_t *v = realloc(d->last_percpu_ns, g->n_percpu * sizeof *v);
+        } else if (d->have_last_usage && g->usage_ns >= d->last_usage_ns) {
+                uint64_t delta = g->usage_ns - d->last_usage_ns;
+                unsigned capacity = g->capacity ?: TRACK_CAPACITY_SCALE;
 
-                if (!v)
-                        return false;
-                d->last_percpu_ns = v;
+                delta = (uint64_t) ((unsigned __int128) delta * capacity / TRACK_CAPACITY_SCALE);
+                if (s->steal_frac < PELT_FRAC_ONE)
+                        delta = (uint64_t) (((unsigned __int128) delta << PELT_FRAC_SHIFT) / (PELT_FRAC_ONE - s->steal_frac));
+                d->usage_eff_ns += delta;
+        } else if (d->have_last_usage)
+                ok = false;
+
+        d->have_last_usage = true;
+        d->last_usage_ns = g->usage_ns;
+        d->n_last_percpu = 0;
+        if (g->percpu_current && g->n_percpu > 0) {
+                uint64_t *v = d->last_percpu_ns;
+
+                if (!v || d->n_last_percpu_allocated < g->n_percpu) {
+                        v = realloc(d->last_percpu_ns, g->n_percpu * sizeof *v);
+                        if (!v)
+                                return ok; /* the total counts next round */
+                        d->last_percpu_ns = v;
+                        d->n_last_percpu_allocated = g->n_percpu;
+                }
+                memcpy(v, g->percpu_ns, g->n_percpu * sizeof *v);
+                d->n_last_percpu = g->n_percpu;
         }
-        memcpy(d->last_percpu_ns, g->percpu_ns, g->n_percpu * sizeof *g->percpu_ns);
-        d->n_last_percpu = g->n_percpu;
         return ok;
 }
 
+/*
+ * v1 groups (where cpuacct.usage_percpu is there to be read) are tracked on their accumulated
+ * capacity-invariant, steal-free usage; v2 groups on the usage counter, with the capacity of
+ * their CPUs and the machine's steal applied by the tracker.
+ */
 static TrackGroupSample group_sample(const Sampling *s, GroupData *d, const CgroupGroup *g) {
-        bool scaled = accumulate_percpu(s, d, g);
+        bool split = g->percpu_fd >= 0, scaled = split && accumulate_usage(s, d, g);
 
         return (TrackGroupSample){
-                .have_usage = g->have_usage && (scaled || g->n_percpu == 0),
+                .have_usage = g->have_usage && (scaled || !split),
                 .usage_ns = g->usage_ns,
                 .have_usage_scaled = scaled,
                 .usage_scaled_ns = d->usage_eff_ns,
@@ -501,6 +536,17 @@ static void steal_update(Sampling *s, uint64_t now_ns) {
                                 s->cpu_steal_frac[i - 1] = f;
                 }
 
+        /* Steal is taken per CPU from the per-CPU usage: read from the first steal on. */
+        if (!s->steal_seen && s->steal_frac > 0) {
+                s->steal_seen = true;
+                cgroup_sampler_set_percpu(s->groups, true);
+        }
+        for (size_t i = 0; !s->steal_seen && i < s->n_cpus; i++)
+                if (s->cpu_steal_frac[i] > 0) {
+                        s->steal_seen = true;
+                        cgroup_sampler_set_percpu(s->groups, true);
+                }
+
         memcpy(&s->history[s->history_head * s->n_times], s->times, s->n_times * sizeof *s->times);
         s->history_ns[s->history_head] = now_ns;
         s->history_head = (s->history_head + 1) % STEAL_HISTORY;
@@ -531,8 +577,10 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
                 s->last_steal_ns = now_ns;
         }
 
-        /* Group round. */
+        /* Group round; a task round reads the groups' shares and cpusets too. */
         cgroup_sampler_settle(s->groups);
+        if (task_round)
+                cgroup_sampler_refresh(s->groups, NULL);
         cgroup_sampler_read_counters(s->groups);
         (void) track_group_advance(&s->catchall, interval, s->steal_frac, &none);
         for (size_t i = 0; i < cgroup_sampler_n_groups(s->groups); i++) {

@@ -431,9 +431,13 @@ static void test_sampler_v2_controller_files_appear(_unused_ void **state) {
         assert_false(batch->have_shares);
         assert_true(batch->have_usage);
 
+        /* Read at the next refresh: each task round, or after peltd wrote them. */
         fx_write(dir, "batch/cpu.weight", "48\n");
         fx_write(dir, "batch/cpuset.cpus.effective", "1\n");
         cgroup_sampler_settle(s);
+        cgroup_sampler_read_counters(s);
+        assert_false(batch->have_shares);
+        cgroup_sampler_refresh(s, NULL);
         cgroup_sampler_read_counters(s);
         assert_true(batch->have_shares);
         assert_int_equal(batch->shares, 491);
@@ -456,6 +460,7 @@ typedef struct Pipe {
         uint64_t now;
         uint64_t run[3];             /* cumulative run ns of 100, 101, 200 */
         uint64_t web_usage;
+        uint64_t elsewhere;          /* what ran in the other groups, for the root's counter */
         bool gone100;
 } Pipe;
 
@@ -494,10 +499,16 @@ static void pipe_schedstat(Pipe *p, const char *rel, uint64_t run) {
         fx_write(p->proc_dir, rel, "%llu 0 %llu\n", (unsigned long long) run, (unsigned long long) run / MS);
 }
 
-/* /web's usage counters as p->web_usage has them; then a round 100 ms after the last. */
+/*
+ * /web's usage counters as p->web_usage has them, and the root's, which counts what runs anywhere
+ * (as the kernel's do: /web's, 200's in the root itself, the other groups' that stand still); then
+ * a round 100 ms after the last.
+ */
 static void pipe_finish_round(Pipe *p) {
         fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage", "%llu\n", (unsigned long long) p->web_usage);
         fx_write(p->cg_dir, "cpuacct/web/cpuacct.usage_percpu", "%llu 0\n", (unsigned long long) p->web_usage);
+        fx_write(p->cg_dir, "cpuacct/cpuacct.usage", "%llu\n",
+                 (unsigned long long) (8000000000ULL + p->web_usage + p->run[2] + p->elsewhere));
         p->now += 100 * MS;
         assert_int_equal(sampling_round(p->s, p->now, true), 0);
 }
@@ -713,6 +724,7 @@ static void test_quiet_threads(_unused_ void **state) {
          */
         idle_until(&p, 5);
         fx_write(p.cg_dir, "cpuacct/batch/cpuacct.usage", "%llu\n", (unsigned long long) p.web_usage);
+        p.elsewhere++;
         quiet_round(&p, 0, 0);
         fx_write(p.cg_dir, "cpuacct/web/workers/tasks", "");
         fx_write(p.cg_dir, "cpuacct/batch/tasks", "101\n");
@@ -722,10 +734,13 @@ static void test_quiet_threads(_unused_ void **state) {
         quiet_round(&p, 0, 0);
         assert_int_equal(proc_sampler_n_quiet(ps), 2);
 
-        /* /web's counter does not parse this round: its threads are read. */
+        /* /web's counter does not parse this round (something ran elsewhere, so it is read): its threads are read. */
         idle_until(&p, 5);
         p.now += 100 * MS;
         fx_write(p.cg_dir, "cpuacct/web/cpuacct.usage", "garbage\n");
+        p.elsewhere++;
+        fx_write(p.cg_dir, "cpuacct/cpuacct.usage", "%llu\n",
+                 (unsigned long long) (8000000000ULL + p.web_usage + p.run[2] + p.elsewhere));
         assert_int_equal(sampling_round(p.s, p.now, true), 0);
         assert_int_equal(proc_sampler_n_quiet(ps), 1);
         quiet_round(&p, 0, 0);
@@ -733,6 +748,269 @@ static void test_quiet_threads(_unused_ void **state) {
         assert_int_equal(proc_sampler_n_quiet(ps), 2);
 
         pipe_close(&p);
+}
+
+/* ---- what a round reads, and what it tracks ------------------------------------------------------ */
+
+/*
+ * A v1 tree of its own: /a/x, /a/y, /b/z, /q (managed: Groups= the children of /a and /b, and
+ * /q), usage counters that add up as the kernel's do (a parent counts its children), /q with a
+ * quota.
+ */
+typedef struct Tree {
+        char *dir;
+        uint64_t usage[4];           /* /a/x, /a/y, /b/z, /q */
+        uint64_t throttled_q;
+        unsigned shares[4];
+} Tree;
+
+static const char *const tree_groups[4] = { "/a/x", "/a/y", "/b/z", "/q" };
+
+static void tree_write(Tree *t) {
+        uint64_t a = t->usage[0] + t->usage[1], b = t->usage[2], all = a + b + t->usage[3] + 1000;
+
+        fx_write(t->dir, "cpuacct/cpuacct.usage", "%llu\n", (unsigned long long) all);
+        fx_write(t->dir, "cpuacct/a/cpuacct.usage", "%llu\n", (unsigned long long) a);
+        fx_write(t->dir, "cpuacct/b/cpuacct.usage", "%llu\n", (unsigned long long) b);
+        for (int i = 0; i < 4; i++) {
+                char rel[128];
+
+                snprintf(rel, sizeof rel, "cpuacct%s/cpuacct.usage", tree_groups[i]);
+                fx_write(t->dir, rel, "%llu\n", (unsigned long long) t->usage[i]);
+                snprintf(rel, sizeof rel, "cpuacct%s/cpuacct.usage_percpu", tree_groups[i]);
+                fx_write(t->dir, rel, "%llu 0\n", (unsigned long long) t->usage[i]);
+                snprintf(rel, sizeof rel, "cpu%s/cpu.shares", tree_groups[i]);
+                fx_write(t->dir, rel, "%u\n", t->shares[i]);
+        }
+        fx_write(t->dir, "cpu/q/cpu.stat", "nr_periods 10\nnr_throttled 1\nthrottled_time %llu\n",
+                 (unsigned long long) t->throttled_q);
+}
+
+static void tree_make(Tree *t) {
+        *t = (Tree){ .dir = fx_copy("cgroup-v1"), .usage = { 100, 200, 300, 400 }, .shares = { 1024, 1024, 1024, 1024 } };
+        fx_sh("rm -rf '%s/cpu' '%s/cpuacct' '%s/cpuset'", t->dir, t->dir, t->dir);
+        for (int i = 0; i < 4; i++) {
+                char rel[128];
+
+                snprintf(rel, sizeof rel, "cpuacct%s/tasks", tree_groups[i]);
+                fx_write(t->dir, rel, "");
+                snprintf(rel, sizeof rel, "cpuset%s/cpuset.effective_cpus", tree_groups[i]);
+                fx_write(t->dir, rel, "0-1\n");
+                snprintf(rel, sizeof rel, "cpu%s/cpu.stat", tree_groups[i]);
+                fx_write(t->dir, rel, "nr_periods 0\nnr_throttled 0\nthrottled_time 0\n");
+                snprintf(rel, sizeof rel, "cpu%s/cpu.cfs_quota_us", tree_groups[i]);
+                fx_write(t->dir, rel, i == 3 ? "50000\n" : "-1\n");
+        }
+        fx_write(t->dir, "cpuacct/tasks", "");
+        tree_write(t);
+}
+
+static Config *tree_config(void) {
+        return config_with(NULL, "/a/* /b/* /q");
+}
+
+/*
+ * Group counter files are read only where the round needs them: none of a group below an ancestor
+ * whose counter stood still (read again once it moves), per-CPU usage only where capacities
+ * differ, cpu.stat only with a quota, shares, cpuset and quota at a refresh.
+ */
+static void test_counters_read_when_needed(_unused_ void **state) {
+        static const unsigned alike[2] = { 1024, 1024 }, unlike[2] = { 1024, 512 };
+        Tree t;
+        CgroupFs *fs;
+        Config *c = tree_config();
+        CgroupSampler *s = NULL;
+        CgroupGroup *x, *y, *z, *q;
+        const unsigned settings = CGROUP_READ_SHARES | CGROUP_READ_CPUS | CGROUP_READ_QUOTA;
+
+        tree_make(&t);
+        fs = open_v1(t.dir);
+        assert_int_equal(cgroup_sampler_new(fs, filter_of(c), &s), 0);
+        cgroup_sampler_set_capacities(s, alike, 2);
+        cgroup_sampler_settle(s);
+        assert_int_equal(cgroup_sampler_walk(s, NULL, NULL), 0);
+        assert_int_equal(cgroup_sampler_n_groups(s), 4);
+        x = group_named(s, "/a/x");
+        y = group_named(s, "/a/y");
+        z = group_named(s, "/b/z");
+        q = group_named(s, "/q");
+        /* The baseline reads everything but the per-CPU split, which says nothing new here. */
+        assert_int_equal(x->read_mask, CGROUP_READ_USAGE | CGROUP_READ_STAT | settings);
+        assert_int_equal(x->n_percpu, 0);
+        assert_false(x->has_quota);
+        assert_true(q->has_quota);
+        assert_true(x->have_throttled);
+
+        /* The ancestors' first reading proves nothing yet: every group's usage is read. */
+        cgroup_sampler_settle(s);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(x->read_mask, CGROUP_READ_USAGE);
+        assert_int_equal(q->read_mask, CGROUP_READ_USAGE | CGROUP_READ_STAT);
+
+        /* Nothing ran: nothing is read but the group with a quota. */
+        for (int i = 0; i < 5; i++) {
+                cgroup_sampler_read_counters(s);
+                assert_int_equal(x->read_mask, 0);
+                assert_int_equal(y->read_mask, 0);
+                assert_int_equal(z->read_mask, 0);
+                assert_int_equal(q->read_mask, CGROUP_READ_USAGE | CGROUP_READ_STAT);
+        }
+
+        /* /b/z runs: /b moved, /a did not. z is read (its new usage taken), x and y are not. */
+        t.usage[2] += 5000;
+        tree_write(&t);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(z->read_mask, CGROUP_READ_USAGE);
+        assert_int_equal(z->usage_ns, 5300);
+        assert_int_equal(x->read_mask, 0);
+        assert_int_equal(y->read_mask, 0);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(z->read_mask, 0);
+
+        /* /a/y runs: both of /a are read (/a moved), y's counter taken; /b/z is not. */
+        t.usage[1] += 7000;
+        tree_write(&t);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(x->read_mask, CGROUP_READ_USAGE);
+        assert_int_equal(y->read_mask, CGROUP_READ_USAGE);
+        assert_int_equal(y->usage_ns, 7200);
+        assert_int_equal(z->read_mask, 0);
+
+        /* A refresh (a task round): settings of every group, usage only where something ran. */
+        t.shares[0] = 2048;
+        tree_write(&t);
+        cgroup_sampler_refresh(s, NULL);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(x->read_mask, settings);
+        assert_int_equal(x->shares, 2048);
+        assert_int_equal(z->read_mask, settings);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(x->read_mask, 0);
+        /* One group's, after peltd wrote them. */
+        cgroup_sampler_refresh(s, "/b/z");
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(z->read_mask, settings);
+        assert_int_equal(x->read_mask, 0);
+
+        /* A quota set on /a/x: from the next refresh on, its cpu.stat is read, every round. */
+        fx_write(t.dir, "cpu/a/x/cpu.cfs_quota_us", "20000\n");
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(x->read_mask, 0);
+        cgroup_sampler_refresh(s, NULL);
+        cgroup_sampler_read_counters(s);
+        assert_true(x->has_quota);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(x->read_mask, CGROUP_READ_USAGE | CGROUP_READ_STAT);
+
+        /* CPUs of different capacity: the per-CPU split is read where usage is. */
+        cgroup_sampler_set_capacities(s, unlike, 2);
+        t.usage[2] += 100;
+        tree_write(&t);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(z->read_mask, CGROUP_READ_USAGE | CGROUP_READ_PERCPU);
+        assert_int_equal(z->n_percpu, 2);
+        assert_int_equal(y->read_mask, 0);
+        /* So with steal, capacities alike. */
+        cgroup_sampler_set_capacities(s, alike, 2);
+        cgroup_sampler_set_percpu(s, true);
+        t.usage[2] += 100;
+        tree_write(&t);
+        cgroup_sampler_read_counters(s);
+        assert_int_equal(z->read_mask, CGROUP_READ_USAGE | CGROUP_READ_PERCPU);
+
+        cgroup_sampler_free(s);
+        config_free(c);
+        cgroup_fs_free(fs);
+        fx_remove(t.dir);
+}
+
+typedef struct Twin {
+        uint64_t now;
+} Twin;
+
+static uint64_t twin_clock(void *userdata) {
+        return ((Twin *) userdata)->now;
+}
+
+/*
+ * What is tracked is what reading every counter every round gives: two samplers on the same tree,
+ * one reading everything, over rounds where groups run, stop, are throttled, get new shares (at a
+ * task round, as peltd or an operator writes them before peltd reads them).
+ */
+static void test_reads_left_out_track_the_same(_unused_ void **state) {
+        static const unsigned alike[2] = { 1024, 1024 };
+        Tree t;
+        CgroupFs *fs;
+        RootDir *proc = NULL;
+        char *proc_dir = fx_copy("proc");
+        Config *c = tree_config();
+        Sampling *every = NULL, *lean = NULL;
+        Twin clk = { .now = 1000 * MS };
+        unsigned seed = 7;
+
+        tree_make(&t);
+        fs = open_v1(t.dir);
+        assert_int_equal(rootdir_open(proc_dir, &proc), 0);
+        assert_int_equal(sampling_new(proc, fs, c,
+                                      &(SamplingOptions){ .capacity = alike, .n_capacity = 2, .clock = twin_clock,
+                                                          .clock_userdata = &clk, .read_everything = true },
+                                      &every),
+                         0);
+        assert_int_equal(sampling_new(proc, fs, c,
+                                      &(SamplingOptions){ .capacity = alike, .n_capacity = 2, .clock = twin_clock,
+                                                          .clock_userdata = &clk },
+                                      &lean),
+                         0);
+        assert_int_equal(sampling_round(every, clk.now, true), 0);
+        assert_int_equal(sampling_round(lean, clk.now, true), 0);
+
+        for (int round = 1; round <= 120; round++) {
+                SampledGroup *ge, *gl;
+                size_t ne, nl;
+                bool task = round % 10 == 0;
+
+                /* Each group runs in some rounds, a share of them; /q is throttled now and then. */
+                for (int i = 0; i < 4; i++) {
+                        seed = seed * 1103515245u + 12345u;
+                        if ((seed >> 16) % 3 == 0)
+                                t.usage[i] += ((seed >> 8) % 90 + 1) * MS;
+                }
+                if (round % 7 == 0)
+                        t.throttled_q += 20 * MS;
+                if (task && round % 20 == 0)
+                        t.shares[round / 20 % 4] += 512;
+                tree_write(&t);
+                clk.now += 100 * MS;
+                assert_int_equal(sampling_round(every, clk.now, task), 0);
+                assert_int_equal(sampling_round(lean, clk.now, task), 0);
+
+                ne = sampling_groups(every, &ge);
+                nl = sampling_groups(lean, &gl);
+                assert_int_equal(ne, 4);
+                assert_int_equal(nl, 4);
+                for (size_t i = 0; i < ne; i++) {
+                        assert_string_equal(ge[i].path, gl[i].path);
+                        assert_int_equal(ge[i].v.util_avg, gl[i].v.util_avg);
+                        assert_int_equal(ge[i].v.runnable_avg, gl[i].v.runnable_avg);
+                        assert_int_equal(ge[i].v.load_avg, gl[i].v.load_avg);
+                        assert_int_equal(ge[i].shares, gl[i].shares);
+                        assert_int_equal(ge[i].throttled_ns, gl[i].throttled_ns);
+                }
+                if (round == 120) {
+                        /* Not a trivial match: the groups ran, /q was throttled, shares changed. */
+                        for (size_t i = 0; i < ne; i++)
+                                assert_true(ge[i].v.util_avg > 0);
+                        assert_true(gl[3].throttled_ns > 0);
+                }
+        }
+
+        sampling_free(every);
+        sampling_free(lean);
+        config_free(c);
+        cgroup_fs_free(fs);
+        rootdir_free(proc);
+        fx_remove(proc_dir);
+        fx_remove(t.dir);
 }
 
 /* ---- big machines: files far over a page, read whole ------------------------------------------- */
@@ -811,6 +1089,8 @@ static void check_big_v1(size_t n_cpus) {
 
         assert_int_equal(cgroup_sampler_new(fs, filter_of(c), &s), 0);
         cgroup_sampler_set_capacities(s, cap, n_cpus);
+        /* The files change, the root's counter does not: read them all the same, each round. */
+        cgroup_sampler_set_read_all(s, true);
         cgroup_sampler_settle(s);
         assert_int_equal(cgroup_sampler_walk(s, NULL, NULL), 0);
         web = group_named(s, "/web");
@@ -900,6 +1180,8 @@ int main(void) {
                 cmocka_unit_test(test_sampler_v2_controller_files_appear),
                 cmocka_unit_test(test_pipeline),
                 cmocka_unit_test(test_quiet_threads),
+                cmocka_unit_test(test_counters_read_when_needed),
+                cmocka_unit_test(test_reads_left_out_track_the_same),
                 cmocka_unit_test(test_big_machines),
                 cmocka_unit_test(test_too_many_cpus),
         };

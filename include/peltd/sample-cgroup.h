@@ -12,10 +12,18 @@
 /*
  * Sampling the managed cgroups (DESIGN.md, "Data flow", item 1, and "cgroups").
  *
- *   - counters, kept open and read again with pread every group round: v1 cpuacct.usage and
- *     cpuacct.usage_percpu (ns), cpu.stat (nr_throttled, throttled_time ns), cpu.shares; v2
- *     cpu.stat (usage_usec, throttled_usec), cpu.weight (converted to shares); the group's CPUs
- *     (cpuset.effective_cpus / cpuset.cpus.effective) for throttling and capacity;
+ *   - counters, kept open and read again with pread, each only when the round needs it: the usage
+ *     (v1 cpuacct.usage ns, v2 cpu.stat usage_usec) every group round; v1 cpuacct.usage_percpu
+ *     where per-CPU figures matter (CPU capacities that differ, steal: cgroup_sampler_set_percpu());
+ *     v1 cpu.stat (nr_throttled, throttled_time ns) for groups with a quota (v1 cpu.cfs_quota_us,
+ *     v2 cpu.max, read again at each refresh); cpu.shares (v2 cpu.weight, converted) and the
+ *     group's CPUs (cpuset.effective_cpus / cpuset.cpus.effective, for throttling and capacity) at
+ *     a refresh (cgroup_sampler_refresh(): each task round, and after peltd wrote them);
+ *   - groups that provably did not run are not read at all: every group's ancestors up to the
+ *     root of the walk have their usage counters read first (parents first), and below one whose
+ *     counter did not move since the last round nothing ran, so its groups' counters are as they
+ *     were (a group with a quota is read anyway: it may be throttled without running). A group's
+ *     values stay as last read until read again;
  *   - membership, once a task round: the walk of the usage hierarchy (v1 cpuacct, v2 unified) reads
  *     every group's tasks / cgroup.threads, reopened each time (a kept v1 tasks fd serves the PID
  *     list it cached); so every thread's cgroup is known and moves are seen. The same walk finds
@@ -34,6 +42,16 @@ typedef enum CgroupGroupState {
         CGROUP_GROUP_GONE,
 } CgroupGroupState;
 
+/* The counter files a group round read for a group (CgroupGroup.read_mask). */
+enum {
+        CGROUP_READ_USAGE = 1 << 0,  /* v1 cpuacct.usage, v2 cpu.stat */
+        CGROUP_READ_PERCPU = 1 << 1, /* v1 cpuacct.usage_percpu */
+        CGROUP_READ_STAT = 1 << 2,   /* v1 cpu.stat */
+        CGROUP_READ_SHARES = 1 << 3, /* cpu.shares, cpu.weight */
+        CGROUP_READ_CPUS = 1 << 4,   /* the effective cpuset */
+        CGROUP_READ_QUOTA = 1 << 5,  /* v1 cpu.cfs_quota_us, v2 cpu.max */
+};
+
 typedef struct CgroupGroup {
         char *path;
         uint64_t ino;                /* its directory in the walked hierarchy: a new one is a new group */
@@ -45,14 +63,21 @@ typedef struct CgroupGroup {
         int stat_fd;                 /* cpu.stat */
         int shares_fd;               /* v1 cpu.shares, v2 cpu.weight */
         int cpus_fd;                 /* the effective cpuset */
+        int quota_fd;                /* v1 cpu.cfs_quota_us, v2 cpu.max */
+
+        bool has_quota;              /* as of the last refresh: throttling counters can grow */
+        bool refresh;                /* read shares, cpuset and quota at the next group round */
+        ssize_t ancestor;            /* its parent in the sampler's list of ancestors, -1: none */
+        unsigned read_mask;          /* CGROUP_READ_* the last group round read */
 
         /* As read in the last group round. */
         bool have_usage;
         uint64_t usage_ns;
         uint64_t sample_ns;          /* CLOCK_MONOTONIC when the usage counters were read */
         uint64_t *percpu_ns;         /* v1 cpuacct.usage_percpu, one per possible CPU */
-        size_t n_percpu;             /* 0: not available this round */
+        size_t n_percpu;             /* 0: never read, or not readable when last read */
         size_t allocated_percpu;     /* percpu_ns grows to the CPUs and stays */
+        bool percpu_current;         /* percpu_ns is as of this round: read, or provably unchanged */
         bool have_throttled;
         uint64_t throttled_ns;
         uint64_t nr_throttled;
@@ -84,10 +109,25 @@ void cgroup_sampler_set_capacities(CgroupSampler *s, const unsigned *capacity, s
 /* The time counter reads are stamped with; NULL: CLOCK_MONOTONIC. */
 void cgroup_sampler_set_clock(CgroupSampler *s, uint64_t (*clock)(void *userdata), void *userdata);
 
+/* Whether v1 per-CPU usage is wanted besides the capacities differing: where the machine shows steal. */
+void cgroup_sampler_set_percpu(CgroupSampler *s, bool want);
+
+/*
+ * Every counter of every group every round, as a reference for tests (the values tracked must be
+ * the same as with the reads left out).
+ */
+void cgroup_sampler_set_read_all(CgroupSampler *s, bool read_all);
+
+/* The shares, cpuset and quota of a group (NULL: of every group) are read at the next group round. */
+void cgroup_sampler_refresh(CgroupSampler *s, const char *path);
+
 /* Frees last round's GONE groups and makes NEW ones LIVE; call once at the start of every round. */
 void cgroup_sampler_settle(CgroupSampler *s);
 
-/* A group round: reads every LIVE group's counters; a group whose files vanished is GONE. */
+/*
+ * A group round: reads what the round needs of every LIVE group's counters (see above); a group
+ * whose files vanished is GONE. Its time is stamped on every LIVE group, read or not.
+ */
 void cgroup_sampler_read_counters(CgroupSampler *s);
 
 /*
@@ -103,6 +143,6 @@ int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata);
 const char *cgroup_sampler_path(const CgroupSampler *s, size_t path_index);
 
 size_t cgroup_sampler_n_groups(const CgroupSampler *s);
-/* Descriptors it keeps open (counter files) and needs for a walk. */
+/* Descriptors it keeps open (counter files, its ancestors') and needs for a walk. */
 size_t cgroup_sampler_fds_wanted(const CgroupSampler *s);
 CgroupGroup *cgroup_sampler_group(CgroupSampler *s, size_t i);

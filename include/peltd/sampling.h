@@ -33,6 +33,8 @@ typedef struct SamplingOptions {
         /* Stamps each counter read (shares are taken between reads); NULL: CLOCK_MONOTONIC. */
         uint64_t (*clock)(void *userdata);
         void *clock_userdata;
+        /* Every group counter every round, none left out: a reference for tests (sample-cgroup.h). */
+        bool read_everything;
 } SamplingOptions;
 
 /* One tracked thread, for output. */
@@ -71,6 +73,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Sampling *, sampling_free);
 void sampling_set_config(Sampling *s, const Config *config);
 /* TaskTracking= switched: without it threads are not read and groups' runnable is their util. */
 void sampling_set_task_tracking(Sampling *s, bool task_tracking);
+
+/* peltd wrote a group's shares or cpuset: they are read again at the next round. */
+void sampling_refresh_group(Sampling *s, const char *path);
 
 /* A round at now. The first is the baseline. Returns 0 or a negative errno (a hierarchy or /proc unreadable). */
 int sampling_round(Sampling *s, uint64_t now_ns, bool task_round);
