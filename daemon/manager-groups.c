@@ -304,13 +304,31 @@ static void forget_originals(Manager *m, const char *path) {
 }
 
 /* Brings the managed list in line with the sampler's groups (both sorted by path). */
+/* Whether the sampler's groups are the managed ones, each the same directory (ids are never reused). */
+static bool same_groups(const Manager *m, const SampledGroup *sg, size_t n) {
+        if (n != m->n_groups)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (m->groups[i].id != sg[i].id)
+                        return false;
+        return true;
+}
+
 int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
         ManagedGroup *ng;
+        PolicyHistory *nh;
         size_t i = 0, j = 0, k = 0;
 
+        /* Most rounds: nothing came or went (a group is some kilobytes; a thousand are not copied each round). */
+        if (same_groups(m, sg, n))
+                return 0;
         ng = new0(ManagedGroup, MAX(n, 1u));
-        if (!ng)
+        nh = new0(PolicyHistory, MAX(n, 1u));
+        if (!ng || !nh) {
+                free(ng);
+                free(nh);
                 return -ENOMEM;
+        }
         while (j < n) {
                 int c = i < m->n_groups ? strcmp(m->groups[i].path, sg[j].path) : 1;
 
@@ -326,6 +344,7 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
                         c = 1;
                 }
                 if (c == 0) {
+                        nh[k] = m->histories[i];
                         ng[k] = m->groups[i++];
                 } else {
                         ng[k] = (ManagedGroup){ .path = strdup(sg[j].path), .id = sg[j].id };
@@ -333,6 +352,7 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
                                 for (size_t x = 0; x < k; x++)
                                         managed_group_done(&ng[x]);
                                 free(ng);
+                                free(nh);
                                 return -ENOMEM;
                         }
                         log_info("Managing %s.", sg[j].path);
@@ -345,7 +365,9 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
                 managed_group_done(&m->groups[i]);
         }
         free(m->groups);
+        free(m->histories);
         m->groups = ng;
+        m->histories = nh;
         m->n_groups = k;
         return 0;
 }

@@ -45,7 +45,6 @@ typedef struct PlacedFile {
 typedef struct ManagedGroup {
         char *path;
         uint64_t id;                 /* the sampler's: another id at the same path is a new directory */
-        PolicyHistory history;
 
         /* Read at task rounds and after each change. */
         bool info_valid;
@@ -95,6 +94,7 @@ typedef struct RuntimeShares {
 } RuntimeShares;
 
 typedef struct AuthQuery AuthQuery;
+typedef struct PlanArrays PlanArrays;
 
 struct Manager {
         Args args;
@@ -126,6 +126,7 @@ struct Manager {
         bool task_tracking;
 
         ManagedGroup *groups;        /* sorted by path */
+        PolicyHistory *histories;    /* the planner's, one a group, at its index in groups */
         size_t n_groups;
         unsigned task_rounds;
         int sample_error;            /* the last round's sampling error, said once until it changes */
@@ -139,6 +140,7 @@ struct Manager {
         unsigned n_changes;
         char last_change[512];
         uint64_t n_rounds;
+        PlanArrays *plan_arrays;     /* the planner's input and output, kept between rounds (manager.c) */
 
         /* The D-Bus API (manager-bus.c). */
         sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
@@ -161,6 +163,8 @@ static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
 
 /* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
 void manager_notify_status(Manager *m);
+
+void plan_arrays_free(PlanArrays *a);
 
 /* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
 void manager_settings_changed(Manager *m);

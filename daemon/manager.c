@@ -41,6 +41,8 @@ Manager *manager_free(Manager *m) {
         for (size_t i = 0; i < m->n_groups; i++)
                 managed_group_done(&m->groups[i]);
         free(m->groups);
+        free(m->histories);
+        plan_arrays_free(m->plan_arrays);
         originals_free(m->originals);
         subtree_lock_free(m->subtree_lock);
         if (m->lock_fd >= 0)
@@ -140,13 +142,65 @@ static int refresh_topology(Manager *m) {
         return 1;
 }
 
+/*
+ * The planner's arrays, kept from round to round: a group's share of them is some kilobytes (CPU
+ * masks, its history), and a thousand groups' would be allocated and cleared ten times a second.
+ */
+struct PlanArrays {
+        PolicyGroup *pg;
+        PolicyResult *res;
+        PolicyHistory *hist;
+        ManagedGroup **owner;
+        GroupConfig *override;
+        uint64_t *shares;
+        size_t allocated;
+};
+
+void plan_arrays_free(PlanArrays *a) {
+        if (!a)
+                return;
+        free(a->pg);
+        free(a->res);
+        free(a->hist);
+        free(a->owner);
+        free(a->override);
+        free(a->shares);
+        free(a);
+}
+
+/* Room for n groups; every entry used is written before it is read. */
+static int plan_arrays_reserve(Manager *m, size_t n) {
+        PlanArrays *a = m->plan_arrays;
+
+        if (!a) {
+                a = m->plan_arrays = new0(PlanArrays, 1);
+                if (!a)
+                        return -ENOMEM;
+        }
+        if (n <= a->allocated)
+                return 0;
+        n = MAX(n, a->allocated * 2);
+#define GROW(field)                                                     \
+        ({                                                              \
+                __typeof__(a->field) p = realloc(a->field, n * sizeof *a->field); \
+                if (p)                                                  \
+                        a->field = p;                                   \
+                p;                                                      \
+        })
+        if (!GROW(pg) || !GROW(res) || !GROW(hist) || !GROW(owner) || !GROW(override) || !GROW(shares))
+                return -ENOMEM;
+#undef GROW
+        a->allocated = n;
+        return 0;
+}
+
 static int plan_and_apply(Manager *m, bool task_round) {
-        _cleanup_free_ PolicyGroup *pg = NULL;
-        _cleanup_free_ PolicyResult *res = NULL;
-        _cleanup_free_ PolicyHistory *hist = NULL;
-        _cleanup_free_ ManagedGroup **owner = NULL;
-        _cleanup_free_ GroupConfig *override = NULL;
-        _cleanup_free_ uint64_t *shares = NULL;
+        PolicyGroup *pg;
+        PolicyResult *res;
+        PolicyHistory *hist;
+        ManagedGroup **owner;
+        GroupConfig *override;
+        uint64_t *shares;
         SampledGroup *sg = NULL;
         size_t n = sampling_groups(m->sampling, &sg), k = 0, n_apply = 0;
         int r;
@@ -160,14 +214,15 @@ static int plan_and_apply(Manager *m, bool task_round) {
         if (task_round && m->task_tracking)
                 manager_collect_threads(m);
 
-        pg = new0(PolicyGroup, MAX(n, 1u));
-        res = new0(PolicyResult, MAX(n, 1u));
-        hist = new0(PolicyHistory, MAX(n, 1u));
-        owner = new0(ManagedGroup *, MAX(n, 1u));
-        override = new0(GroupConfig, MAX(n, 1u));
-        shares = new0(uint64_t, MAX(n, 1u));
-        if (!pg || !res || !hist || !owner || !override || !shares)
-                return -ENOMEM;
+        r = plan_arrays_reserve(m, MAX(n, 1u));
+        if (r < 0)
+                return r;
+        pg = m->plan_arrays->pg;
+        res = m->plan_arrays->res;
+        hist = m->plan_arrays->hist;
+        owner = m->plan_arrays->owner;
+        override = m->plan_arrays->override;
+        shares = m->plan_arrays->shares;
 
         /* sg and m->groups are both sorted by path and hold the same groups. */
         for (size_t i = 0; i < n; i++) {
@@ -204,13 +259,18 @@ static int plan_and_apply(Manager *m, bool task_round) {
                                 pg[k].config = &override[k];
                         }
                 }
-                hist[k] = g->history;
                 owner[k] = g;
                 k++;
         }
         if (k == 0)
                 return 0;
 
+        /* Every group planned (the usual round): their histories as they are, else those planned, copied. */
+        if (k == n)
+                hist = m->histories;
+        else
+                for (size_t i = 0; i < k; i++)
+                        hist[i] = m->histories[owner[i] - m->groups];
         r = policy_plan(m->topology, pg, k,
                         &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model }, hist,
                         now_usec(CLOCK_MONOTONIC), res);
@@ -220,7 +280,8 @@ static int plan_and_apply(Manager *m, bool task_round) {
         for (size_t i = 0; i < k; i++) {
                 ManagedGroup *g = owner[i];
 
-                g->history = hist[i];
+                if (k != n)
+                        m->histories[g - m->groups] = hist[i];
                 g->planned = true;
                 g->util = pg[i].util;
                 g->runnable = pg[i].runnable;
