@@ -832,6 +832,17 @@ typedef struct Walk {
         void *userdata;
 } Walk;
 
+/* A selected group found by the walk, its directory's inode ino: the known one or a new one (NULL: gone meanwhile). */
+static int walk_found(Walk *w, const char *path, uint64_t ino, CgroupGroup **ret) {
+        int k = group_get(w->s, path, ino, ret);
+
+        if (k < 0 || !*ret)
+                return k;
+        (*ret)->seen = true;
+        (*ret)->nr_tasks = 0;
+        return 0;
+}
+
 static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top) {
         _cleanup_closedir_ DIR *d = NULL;
         _cleanup_free_ char *rel = NULL;
@@ -851,13 +862,9 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
 
                 if (fstat(dirfd(d), &st) < 0)
                         return top ? -errno : 0;
-                k = group_get(w->s, path, (uint64_t) st.st_ino, &managed);
-                if (k < 0)
-                        return k;
-                if (!managed)
-                        return 0; /* gone meanwhile */
-                managed->seen = true;
-                managed->nr_tasks = 0;
+                k = walk_found(w, path, (uint64_t) st.st_ino, &managed);
+                if (k < 0 || !managed)
+                        return k; /* an error, or gone meanwhile */
         }
 
         if (w->cb) {
@@ -899,6 +906,21 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
                 child = cgroup_child_path(path, de->d_name);
                 if (!child)
                         return -ENOMEM;
+                /*
+                 * Without membership to read, nothing below a managed group is of interest (of
+                 * nested matches only the topmost is managed): its inode is all the walk needs.
+                 */
+                if (!w->cb && !managed && w->s->filter.selects(child, w->s->filter.userdata)) {
+                        CgroupGroup *g;
+                        struct stat st;
+
+                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                                continue; /* removed since the directory was read */
+                        k = walk_found(w, child, (uint64_t) st.st_ino, &g);
+                        if (k < 0)
+                                return k;
+                        continue;
+                }
                 k = walk_group(w, child, managed, false);
                 if (k < 0)
                         return k;

@@ -814,8 +814,13 @@ static Config *tree_config(void) {
  * whose counter stood still (read again once it moves), per-CPU usage only where capacities
  * differ, cpu.stat only with a quota, shares, cpuset and quota at a refresh.
  */
+static void count_opendir(void *userdata, const char *op, _unused_ const char *path) {
+        *(unsigned *) userdata += streq(op, "opendir");
+}
+
 static void test_counters_read_when_needed(_unused_ void **state) {
         static const unsigned alike[2] = { 1024, 1024 }, unlike[2] = { 1024, 512 };
+        unsigned opendirs = 0;
         Tree t;
         CgroupFs *fs;
         Config *c = tree_config();
@@ -917,6 +922,22 @@ static void test_counters_read_when_needed(_unused_ void **state) {
         tree_write(&t);
         cgroup_sampler_read_counters(s);
         assert_int_equal(z->read_mask, CGROUP_READ_USAGE | CGROUP_READ_PERCPU);
+
+        /* A walk without membership does not go below a managed group, yet sees one made again. */
+        fx_sh("mkdir '%s/cpuacct/b/z2' && cp '%s/cpuacct/b/z/'* '%s/cpuacct/b/z2/' && rm -r '%s/cpuacct/b/z' && "
+              "mv '%s/cpuacct/b/z2' '%s/cpuacct/b/z' && mkdir '%s/cpuacct/b/z/below'",
+              t.dir, t.dir, t.dir, t.dir, t.dir, t.dir, t.dir);
+        cgroup_sampler_settle(s);
+        fs->cpuacct->trace = count_opendir;
+        fs->cpuacct->trace_userdata = &opendirs;
+        assert_int_equal(cgroup_sampler_walk(s, NULL, NULL), 0);
+        fs->cpuacct->trace = NULL;
+        assert_int_equal(opendirs, 3); /* /, /a, /b */
+        assert_int_equal(z->state, CGROUP_GROUP_GONE);
+        cgroup_sampler_settle(s);
+        assert_int_equal(cgroup_sampler_n_groups(s), 4);
+        assert_int_equal(group_named(s, "/b/z")->state, CGROUP_GROUP_LIVE);
+        assert_null(group_named(s, "/b/z/below"));
 
         cgroup_sampler_free(s);
         config_free(c);
