@@ -1088,6 +1088,16 @@ int policy_plan(
         return explain_contention(&p, gps, ret, n);
 }
 
+bool policy_history_at_rest(const PolicyHistory *h, const PolicyGroup *g) {
+        if (!h->seen || h->held_rounds > 0 || h->bounced || h->choice != POLICY_CHOICE_NONE ||
+            h->n_util < POLICY_UTIL_SAMPLES)
+                return false;
+        for (unsigned k = 0; k < POLICY_UTIL_SAMPLES; k++)
+                if (h->util[k] != g->util)
+                        return false;
+        return true;
+}
+
 int policy_plan_energy(
                 const Topology *t,
                 const EnergyModel *m,

@@ -831,6 +831,97 @@ typedef struct SteadyLoad {
  * within its noise, a narrowing the rules allow may not fit the next round: it is not tried again).
  * A group that outgrows its set is still widened in the next round.
  */
+/*
+ * What the daemon relies on to leave the planner out: once a round planned what the round before
+ * planned, from the same inputs, and left every history at rest (policy_history_at_rest()), every
+ * later round with those inputs plans the same and leaves the histories as they are (but for
+ * n_util), however much time passes: through a narrowing's hold and interval, a load that drops,
+ * the first placement. Each run goes until well after it first comes to rest, and is checked
+ * round by round from there.
+ */
+static bool results_equal(const PolicyResult *a, const PolicyResult *b, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (a[i].managed != b[i].managed || a[i].learning != b[i].learning || a[i].policy != b[i].policy ||
+                    a[i].shares != b[i].shares || a[i].shares_set != b[i].shares_set || a[i].demand != b[i].demand ||
+                    !cpumask_equal(&a[i].cpus, &b[i].cpus) || !streq(a[i].reason, b[i].reason))
+                        return false;
+        return true;
+}
+
+static bool history_equal_but_n_util(const PolicyHistory *a, const PolicyHistory *b) {
+        PolicyHistory x = *a;
+
+        x.n_util = b->n_util;
+        return memcmp(&x, b, sizeof x) == 0;
+}
+
+static void test_plan_at_rest_stands(void **state) {
+        _unused_ void *s = state;
+        const char *const shapes[] = { NULL, "x86-2s-smt", "rk3399" };
+        /* Busy for 3 s, then (from round 30) steady at these loads: a narrowing waits, then settles. */
+        const double busy[3] = { 900, 700, 300 }, steady[][3] = { { 0, 0, 0 }, { 130, 40, 20 }, { 400, 380, 10 } };
+        unsigned rested = 0, changed_late = 0;
+
+        for (size_t sh = 0; sh < ELEMENTSOF(shapes); sh++)
+                for (size_t p = 0; p < ELEMENTSOF(all_policies); p++)
+                        for (size_t l = 0; l < ELEMENTSOF(steady); l++) {
+                                Topology *t = shapes[sh] ? shape(shapes[sh]) : topo_build_smp(1, 2, 1, TOPO_NUMBER_LINEAR);
+                                PolicyResult prev[3], prev2[3], rest_r[3];
+                                PolicyHistory rest_h[3];
+                                PolicyGroup before[3];
+                                int rest_at = -1;
+                                Steady run;
+
+                                steady_init(&run, t, all_policies[p], busy, 3, 0);
+                                for (int round = 0; round < 600; round++) {
+                                        bool same_inputs, at_rest;
+
+                                        if (round == 30)
+                                                for (size_t i = 0; i < 3; i++)
+                                                        run.util[i] = steady[l][i];
+                                        memcpy(prev2, prev, sizeof prev2);
+                                        memcpy(prev, run.r, sizeof prev);
+                                        memcpy(before, run.g, sizeof before);
+                                        steady_round(&run);
+                                        if (rest_at >= 0) {
+                                                /* At rest: the plan stands, round after round. */
+                                                assert_true(results_equal(run.r, rest_r, 3));
+                                                for (size_t i = 0; i < 3; i++)
+                                                        assert_true(history_equal_but_n_util(&run.h[i], &rest_h[i]));
+                                                continue;
+                                        }
+                                        if (round > 30 && !results_equal(run.r, prev, 3))
+                                                changed_late++;
+                                        /*
+                                         * The daemon's test: the same inputs as the round before (the
+                                         * loads, and the sets the two rounds before planned), the same
+                                         * plan, every history at rest.
+                                         */
+                                        same_inputs = round > 32 && results_equal(prev, prev2, 3);
+                                        for (size_t i = 0; i < 3 && same_inputs; i++)
+                                                same_inputs = before[i].util == run.g[i].util;
+                                        at_rest = same_inputs && results_equal(run.r, prev, 3);
+                                        for (size_t i = 0; i < 3 && at_rest; i++)
+                                                at_rest = !run.r[i].learning && policy_history_at_rest(&run.h[i], &run.g[i]);
+                                        if (at_rest) {
+                                                rest_at = round;
+                                                memcpy(rest_r, run.r, sizeof rest_r);
+                                                memcpy(rest_h, run.h, sizeof rest_h);
+                                        }
+                                }
+                                /* Balanced on asymmetric machines chooses by energy each round: never at rest. */
+                                if (!(t->asymmetric && all_policies[p] == POLICY_BALANCED)) {
+                                        assert_true(rest_at >= 0 && rest_at < 400);
+                                        rested++;
+                                } else
+                                        assert_int_equal(rest_at, -1);
+                                topo_build_free(t);
+                        }
+        /* Not vacuous: runs came to rest, and plans changed after the load dropped (narrowings). */
+        assert_true(rested >= 20);
+        assert_true(changed_late > 0);
+}
+
 static void test_steady_load_settles(void **state) {
         _unused_ void *s = state;
         /* Thresholds: one CPU of the 2-CPU machine fits 819; on x86-2s-smt a core 983, two 1966, a package 3932. */
@@ -1028,6 +1119,7 @@ int main(void) {
                 cmocka_unit_test(test_waiting_group_widened),
                 cmocka_unit_test(test_no_flapping_around_thresholds),
                 cmocka_unit_test(test_steady_load_settles),
+                cmocka_unit_test(test_plan_at_rest_stands),
                 cmocka_unit_test(test_plan_without_history_places_at_once),
                 cmocka_unit_test(test_fixtures_one_class),
                 cmocka_unit_test(test_fixtures_asymmetric),

@@ -129,6 +129,17 @@ int policy_plan(
                 PolicyResult *ret);
 
 /*
+ * Whether a group's history is at rest after a round of policy_plan(): nothing held for a
+ * narrowing, nothing bounced, no energy choice (balanced on asymmetric machines), and its util
+ * samples all g's util. The time enters a plan only through the learning period (its reason
+ * names it), a narrowing's hold and interval, and a bounce: once every group's history is at
+ * rest, and a round planned what the round before it planned from the same inputs, a round with
+ * those inputs again plans the same and leaves the histories as they are (but for n_util). The
+ * daemon then leaves the planner out until an input changes.
+ */
+bool policy_history_at_rest(const PolicyHistory *h, const PolicyGroup *g);
+
+/*
  * The energy of a plan: each group's util spread over its set (energy_spread()), then
  * energy_estimate() with m (NULL: built-in). Returns a negative errno (-ENOMEM) or 0 and ret.
  */
