@@ -283,6 +283,8 @@ static void placed(Manager *m, Pending *p) {
                 log_info("%s placed after %u failed tries.", g->path, failures);
         g->drift = false;
         note_placed(m, g, p->w, p->n);
+        if (!cpumask_equal(&g->cpus, &res->cpus))
+                g->info_gen++;
         /* Its shares and cpuset are read again at the next round, not only at the next task round. */
         if (m->sampling && cg_batch_changed(p->w, p->n))
                 sampling_refresh_group(m->sampling, g->path);
@@ -296,8 +298,8 @@ static void placed(Manager *m, Pending *p) {
         }
 }
 
-void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *res, const uint64_t *cur_shares,
-                          size_t n) {
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                          const uint64_t *cur_shares, size_t n) {
         _cleanup_free_ Pending *p = new0(Pending, MAX(n, 1u));
         size_t k = 0;
         bool failed = false;
@@ -309,7 +311,7 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
         }
         /* Every group's batch read first; the dry run says what it would write. */
         for (size_t i = 0; i < n; i++) {
-                p[k] = (Pending){ .g = groups[i], .res = &res[i], .cur_shares = cur_shares[i] };
+                p[k] = (Pending){ .g = groups[i], .res = res[i], .cur_shares = cur_shares[i] };
                 if (prepare(m, &p[k]) <= 0) {
                         pending_done(&p[k]);
                         continue;
@@ -363,6 +365,6 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
 }
 
 int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
-        manager_apply_groups(m, &g, res, &cur_shares, 1);
+        manager_apply_groups(m, &g, &res, &cur_shares, 1);
         return 0;
 }

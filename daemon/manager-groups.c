@@ -222,16 +222,30 @@ static void refresh_group(Manager *m, ManagedGroup *g, ParentCpus *pc) {
         check_drift(m, g);
 }
 
+/* Whether what a group's plan starts from differs from before: its sets and whether it has them. */
+static bool info_differs(const ManagedGroup *a, const ManagedGroup *b) {
+        return a->info_valid != b->info_valid || a->has_allowed != b->has_allowed || a->has_mems != b->has_mems ||
+               !cpumask_equal(&a->cpus, &b->cpus) || !cpumask_equal(&a->allowed, &b->allowed) ||
+               !cpumask_equal(&a->mems, &b->mems);
+}
+
 void manager_read_groups(Manager *m, bool task_round) {
         ParentCpus pc = {};
 
         for (size_t i = 0; i < m->n_groups; i++) {
                 ManagedGroup *g = &m->groups[i];
+                ManagedGroup before;
 
+                if (g->info_valid && !task_round)
+                        continue;
+                before = *g;
                 if (!g->info_valid)
                         read_group_info(m, g, &pc);
-                else if (task_round)
+                else
                         refresh_group(m, g, &pc);
+                /* The planner is left out while its inputs stay as they were: count a change. */
+                if (info_differs(&before, g))
+                        g->info_gen++;
         }
         free(pc.path);
 }

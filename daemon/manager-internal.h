@@ -48,6 +48,7 @@ typedef struct ManagedGroup {
 
         /* Read at task rounds and after each change. */
         bool info_valid;
+        unsigned info_gen;           /* counts the changes of cpus, allowed and mems */
         CpuMask cpus;                /* cpuset.cpus (v2: the effective set when empty) */
         CpuMask allowed;             /* the parent's cpuset */
         bool has_allowed;
@@ -94,7 +95,7 @@ typedef struct RuntimeShares {
 } RuntimeShares;
 
 typedef struct AuthQuery AuthQuery;
-typedef struct PlanArrays PlanArrays;
+typedef struct Planning Planning;
 
 struct Manager {
         Args args;
@@ -140,7 +141,7 @@ struct Manager {
         unsigned n_changes;
         char last_change[512];
         uint64_t n_rounds;
-        PlanArrays *plan_arrays;     /* the planner's input and output, kept between rounds (manager.c) */
+        Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
 
         /* The D-Bus API (manager-bus.c). */
         sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
@@ -164,7 +165,9 @@ static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
 /* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
 void manager_notify_status(Manager *m);
 
-void plan_arrays_free(PlanArrays *a);
+void planning_free(Planning *p);
+/* Something the plan depends on changed that the planner's inputs do not show (the topology): plan again. */
+void planning_invalidate(Manager *m);
 
 /* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
 void manager_settings_changed(Manager *m);
@@ -237,8 +240,8 @@ void manager_resolve_target(Manager *m, ManagedGroup *g);
  * saved with one write of the state file, and only then are they written (in a dry run: said,
  * once a plan). Each change is logged; failures are logged once here.
  */
-void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *res, const uint64_t *cur_shares,
-                          size_t n);
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                          const uint64_t *cur_shares, size_t n);
 /* manager_apply_groups() for one group; returns 0. */
 int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
 

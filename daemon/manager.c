@@ -42,7 +42,7 @@ Manager *manager_free(Manager *m) {
                 managed_group_done(&m->groups[i]);
         free(m->groups);
         free(m->histories);
-        plan_arrays_free(m->plan_arrays);
+        planning_free(m->planning);
         originals_free(m->originals);
         subtree_lock_free(m->subtree_lock);
         if (m->lock_fd >= 0)
@@ -131,6 +131,7 @@ static int refresh_topology(Manager *m) {
                 return r;
         }
         update_capacities(m);
+        planning_invalidate(m);
         {
                 char b[128];
 
@@ -142,44 +143,102 @@ static int refresh_topology(Manager *m) {
         return 1;
 }
 
+#define SWAP(a, b)                              \
+        do {                                    \
+                __typeof__(a) swap_ = (a);      \
+                (a) = (b);                      \
+                (b) = swap_;                    \
+        } while (0)
+
+/* What a round gives the planner for a group, less its CPU masks (whose changes count in info_gen). */
+typedef struct PlanKey {
+        double util, runnable, load, max_task_util;
+        usec_t avg_slice_usec;
+        uint64_t shares, override_shares;
+        const GroupConfig *config;
+        unsigned nr_threads, info_gen;
+        bool pinned_narrower;
+} PlanKey;
+
+static bool plan_key_equal(const PlanKey *a, const PlanKey *b) {
+        return a->util == b->util && a->runnable == b->runnable && a->load == b->load &&
+               a->max_task_util == b->max_task_util && a->avg_slice_usec == b->avg_slice_usec && a->shares == b->shares &&
+               a->override_shares == b->override_shares && a->config == b->config && a->nr_threads == b->nr_threads &&
+               a->info_gen == b->info_gen && a->pinned_narrower == b->pinned_narrower;
+}
+
+static bool plan_result_equal(const PolicyResult *a, const PolicyResult *b) {
+        return a->managed == b->managed && a->learning == b->learning && a->policy == b->policy &&
+               a->shares == b->shares && a->shares_set == b->shares_set && a->demand == b->demand &&
+               cpumask_equal(&a->cpus, &b->cpus) && streq(a->reason, b->reason);
+}
+
 /*
- * The planner's arrays, kept from round to round: a group's share of them is some kilobytes (CPU
- * masks, its history), and a thousand groups' would be allocated and cleared ten times a second.
+ * The planner's arrays and what the last round planned, kept from round to round: a group's share
+ * of the arrays is some kilobytes (CPU masks, its history), and a thousand groups' would be
+ * allocated and cleared ten times a second. res, keys and the groups line up with m->groups when
+ * every group is planned.
  */
-struct PlanArrays {
+struct Planning {
         PolicyGroup *pg;
-        PolicyResult *res;
+        PolicyResult *res, *res_prev;
         PolicyHistory *hist;
         ManagedGroup **owner;
         GroupConfig *override;
-        uint64_t *shares;
+        PlanKey *keys, *keys_prev;
+        ManagedGroup **apply_groups;
+        const PolicyResult **apply_res;
+        uint64_t *apply_shares;
         size_t allocated;
+
+        /*
+         * at_rest: the last round planned what the round before planned, from the same inputs, and
+         * left every history at rest (policy_history_at_rest()): the same inputs again plan the
+         * same, and the planner is left out. Planned for these groups, policy, model, config.
+         */
+        bool at_rest;
+        const ManagedGroup *groups;
+        size_t n;
+        Policy policy;
+        const EnergyModel *energy_model;
+        const Config *config;
 };
 
-void plan_arrays_free(PlanArrays *a) {
-        if (!a)
+void planning_free(Planning *p) {
+        if (!p)
                 return;
-        free(a->pg);
-        free(a->res);
-        free(a->hist);
-        free(a->owner);
-        free(a->override);
-        free(a->shares);
-        free(a);
+        free(p->pg);
+        free(p->res);
+        free(p->res_prev);
+        free(p->hist);
+        free(p->owner);
+        free(p->override);
+        free(p->keys);
+        free(p->keys_prev);
+        free(p->apply_groups);
+        free(p->apply_res);
+        free(p->apply_shares);
+        free(p);
+}
+
+void planning_invalidate(Manager *m) {
+        if (m->planning)
+                m->planning->at_rest = false;
 }
 
 /* Room for n groups; every entry used is written before it is read. */
-static int plan_arrays_reserve(Manager *m, size_t n) {
-        PlanArrays *a = m->plan_arrays;
+static int planning_reserve(Manager *m, size_t n) {
+        Planning *a = m->planning;
 
         if (!a) {
-                a = m->plan_arrays = new0(PlanArrays, 1);
+                a = m->planning = new0(Planning, 1);
                 if (!a)
                         return -ENOMEM;
         }
         if (n <= a->allocated)
                 return 0;
         n = MAX(n, a->allocated * 2);
+        a->at_rest = false;
 #define GROW(field)                                                     \
         ({                                                              \
                 __typeof__(a->field) p = realloc(a->field, n * sizeof *a->field); \
@@ -187,50 +246,28 @@ static int plan_arrays_reserve(Manager *m, size_t n) {
                         a->field = p;                                   \
                 p;                                                      \
         })
-        if (!GROW(pg) || !GROW(res) || !GROW(hist) || !GROW(owner) || !GROW(override) || !GROW(shares))
+        if (!GROW(pg) || !GROW(res) || !GROW(res_prev) || !GROW(hist) || !GROW(owner) || !GROW(override) ||
+            !GROW(keys) || !GROW(keys_prev) || !GROW(apply_groups) || !GROW(apply_res) || !GROW(apply_shares))
                 return -ENOMEM;
 #undef GROW
         a->allocated = n;
         return 0;
 }
 
-static int plan_and_apply(Manager *m, bool task_round) {
-        PolicyGroup *pg;
-        PolicyResult *res;
-        PolicyHistory *hist;
-        ManagedGroup **owner;
-        GroupConfig *override;
-        uint64_t *shares;
-        SampledGroup *sg = NULL;
-        size_t n = sampling_groups(m->sampling, &sg), k = 0, n_apply = 0;
-        int r;
-
-        if (!sg)
-                return -ENOMEM; /* not "no groups": the managed list stays as it is */
-        r = manager_sync_groups(m, sg, n);
-        if (r < 0)
-                return r;
-        manager_read_groups(m, task_round);
-        if (task_round && m->task_tracking)
-                manager_collect_threads(m);
-
-        r = plan_arrays_reserve(m, MAX(n, 1u));
-        if (r < 0)
-                return r;
-        pg = m->plan_arrays->pg;
-        res = m->plan_arrays->res;
-        hist = m->plan_arrays->hist;
-        owner = m->plan_arrays->owner;
-        override = m->plan_arrays->override;
-        shares = m->plan_arrays->shares;
+/* The planner's input for each group whose information is valid, in a->pg (and a->keys); returns how many. */
+static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
+        Planning *a = m->planning;
+        size_t k = 0;
 
         /* sg and m->groups are both sorted by path and hold the same groups. */
         for (size_t i = 0; i < n; i++) {
                 ManagedGroup *g = &m->groups[i];
+                PolicyGroup *p = &a->pg[k];
+                uint64_t rt;
 
                 if (!g->info_valid)
                         continue; /* its cpuset is unreadable: nothing sensible to do this round */
-                pg[k] = (PolicyGroup){
+                *p = (PolicyGroup){
                         .path = g->path,
                         .util = (double) sg[i].v.util_avg,
                         .runnable = (double) sg[i].v.runnable_avg,
@@ -247,22 +284,51 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         .pinned_narrower = g->pinned_narrower,
                         .config = config_find_group(m->config, g->path),
                 };
+                a->keys[k] = (PlanKey){
+                        .util = p->util, .runnable = p->runnable, .load = p->load, .max_task_util = p->max_task_util,
+                        .avg_slice_usec = p->avg_slice_usec, .shares = p->shares, .config = p->config,
+                        .nr_threads = p->nr_threads, .info_gen = g->info_gen, .pinned_narrower = p->pinned_narrower,
+                };
                 /* SetGroupShares wins over Shares=; taken back with no Shares=, the original goes back once. */
-                {
-                        uint64_t rt = manager_runtime_shares(m, g->path);
-
-                        if (rt == 0 && g->shares_put_back > 0 && pg[k].config && pg[k].config->shares > 0)
-                                g->shares_put_back = 0;
-                        if (rt > 0 || g->shares_put_back > 0) {
-                                override[k] = pg[k].config ? *pg[k].config : (GroupConfig) GROUP_CONFIG_UNSET;
-                                override[k].shares = rt > 0 ? rt : g->shares_put_back;
-                                pg[k].config = &override[k];
-                        }
+                rt = manager_runtime_shares(m, g->path);
+                if (rt == 0 && g->shares_put_back > 0 && p->config && p->config->shares > 0)
+                        g->shares_put_back = 0;
+                if (rt > 0 || g->shares_put_back > 0) {
+                        a->override[k] = p->config ? *p->config : (GroupConfig) GROUP_CONFIG_UNSET;
+                        a->override[k].shares = rt > 0 ? rt : g->shares_put_back;
+                        a->keys[k].override_shares = a->override[k].shares;
+                        p->config = &a->override[k];
                 }
-                owner[k] = g;
+                a->owner[k] = g;
                 k++;
         }
-        if (k == 0)
+        return k;
+}
+
+/* Whether the planner's inputs are those of the last round: every group's, and the settings. */
+static bool same_inputs(const Manager *m, size_t k, size_t n) {
+        const Planning *a = m->planning;
+
+        if (k != n || a->groups != m->groups || a->n != n || a->policy != m->policy ||
+            a->energy_model != m->energy_model || a->config != m->config)
+                return false;
+        for (size_t i = 0; i < k; i++)
+                if (!plan_key_equal(&a->keys[i], &a->keys_prev[i]))
+                        return false;
+        return true;
+}
+
+/*
+ * Plans the k groups of a->pg into a->res, or (returns 0) finds that the last plan stands: its
+ * inputs are the same and the plan was at rest. Returns 1 when the planner ran.
+ */
+static int plan(Manager *m, size_t k, size_t n) {
+        Planning *a = m->planning;
+        PolicyHistory *hist = a->hist;
+        bool same = same_inputs(m, k, n);
+        int r;
+
+        if (same && a->at_rest)
                 return 0;
 
         /* Every group planned (the usual round): their histories as they are, else those planned, copied. */
@@ -270,44 +336,92 @@ static int plan_and_apply(Manager *m, bool task_round) {
                 hist = m->histories;
         else
                 for (size_t i = 0; i < k; i++)
-                        hist[i] = m->histories[owner[i] - m->groups];
-        r = policy_plan(m->topology, pg, k,
-                        &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model }, hist,
-                        now_usec(CLOCK_MONOTONIC), res);
+                        hist[i] = m->histories[a->owner[i] - m->groups];
+        SWAP(a->res, a->res_prev);
+        r = policy_plan(m->topology, a->pg, k, &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model },
+                        hist, now_usec(CLOCK_MONOTONIC), a->res);
+        if (r < 0) {
+                a->at_rest = false;
+                return r;
+        }
+        if (k != n)
+                for (size_t i = 0; i < k; i++)
+                        m->histories[a->owner[i] - m->groups] = hist[i];
+
+        /* At rest: the same inputs as the last round, the same plan, and every history at rest. */
+        a->at_rest = same;
+        for (size_t i = 0; i < k && a->at_rest; i++)
+                a->at_rest = !a->res[i].learning && plan_result_equal(&a->res[i], &a->res_prev[i]) &&
+                             policy_history_at_rest(&hist[i], &a->pg[i]);
+        SWAP(a->keys, a->keys_prev);
+        a->groups = m->groups;
+        a->n = n;
+        a->policy = m->policy;
+        a->energy_model = m->energy_model;
+        a->config = m->config;
+        return 1;
+}
+
+static int plan_and_apply(Manager *m, bool task_round) {
+        Planning *a;
+        SampledGroup *sg = NULL;
+        size_t n = sampling_groups(m->sampling, &sg), k, n_apply = 0;
+        int r;
+
+        if (!sg)
+                return -ENOMEM; /* not "no groups": the managed list stays as it is */
+        r = manager_sync_groups(m, sg, n);
+        if (r < 0)
+                return r;
+        manager_read_groups(m, task_round);
+        if (task_round && m->task_tracking)
+                manager_collect_threads(m);
+
+        r = planning_reserve(m, MAX(n, 1u));
+        if (r < 0)
+                return r;
+        a = m->planning;
+        k = plan_inputs(m, sg, n);
+        if (k == 0)
+                return 0;
+        r = plan(m, k, n);
         if (r < 0)
                 return r;
 
         for (size_t i = 0; i < k; i++) {
-                ManagedGroup *g = owner[i];
+                ManagedGroup *g = a->owner[i];
+                const PolicyResult *res = &a->res[i];
 
-                if (k != n)
-                        m->histories[g - m->groups] = hist[i];
-                g->planned = true;
-                g->util = pg[i].util;
-                g->runnable = pg[i].runnable;
-                g->load = pg[i].load;
-                g->shares = res[i].shares;
-                g->placed_policy = res[i].policy;
-                memcpy(g->reason, res[i].reason, sizeof g->reason);
-                if (g->shares_put_back > 0 && res[i].shares == pg[i].shares)
-                        g->shares_put_back = 0; /* back where it was */
-                if (!res[i].managed) {
-                        /* Its first second ("learning its load") changes every round and says nothing new. */
-                        if (res[i].learning)
-                                log_debug("%s: %s", g->path, res[i].reason);
-                        else if (!g->last_intent || !streq(g->last_intent, res[i].reason)) {
-                                log_info("Leaving %s alone: %s", g->path, res[i].reason);
-                                free(g->last_intent);
-                                g->last_intent = strdup(res[i].reason);
+                /* A plan that stands changes nothing of what the groups say, and says nothing new. */
+                if (r > 0) {
+                        g->planned = true;
+                        g->util = a->pg[i].util;
+                        g->runnable = a->pg[i].runnable;
+                        g->load = a->pg[i].load;
+                        g->shares = res->shares;
+                        g->placed_policy = res->policy;
+                        memcpy(g->reason, res->reason, sizeof g->reason);
+                        if (g->shares_put_back > 0 && res->shares == a->pg[i].shares)
+                                g->shares_put_back = 0; /* back where it was */
+                        if (!res->managed) {
+                                /* Its first second ("learning its load") changes every round and says nothing new. */
+                                if (res->learning)
+                                        log_debug("%s: %s", g->path, res->reason);
+                                else if (!g->last_intent || !streq(g->last_intent, res->reason)) {
+                                        log_info("Leaving %s alone: %s", g->path, res->reason);
+                                        free(g->last_intent);
+                                        g->last_intent = strdup(res->reason);
+                                }
                         }
-                        continue;
                 }
-                /* The placed ones, packed to the front: applied together, with one save of the state file. */
-                owner[n_apply] = g;
-                shares[n_apply] = pg[i].shares;
-                res[n_apply++] = res[i];
+                if (!res->managed)
+                        continue;
+                /* The placed ones are applied together, with one save of the state file. */
+                a->apply_groups[n_apply] = g;
+                a->apply_res[n_apply] = res;
+                a->apply_shares[n_apply++] = a->pg[i].shares;
         }
-        manager_apply_groups(m, owner, res, shares, n_apply);
+        manager_apply_groups(m, a->apply_groups, a->apply_res, a->apply_shares, n_apply);
         return 0;
 }
 

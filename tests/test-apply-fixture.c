@@ -363,7 +363,11 @@ static void round_(Daemon *d, bool task_round, const char *cpus) {
         assert_int_equal(cpumask_parse_list(cpus, &d->res.cpus), 0);
         manager_read_groups(&d->m, task_round);
         assert_true(d->g.info_valid);
-        manager_apply_groups(&d->m, &d->gp, &d->res, &d->shares, 1);
+        {
+                const PolicyResult *res = &d->res;
+
+                manager_apply_groups(&d->m, &d->gp, &res, &d->shares, 1);
+        }
 }
 
 /*
