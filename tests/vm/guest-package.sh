@@ -6,8 +6,9 @@
 #   1. a roll-out's drop-ins put in place first (a scope, a group's settings and DryRun=yes, as on
 #      a canary), then `apt-get install ./DEB`: the unit enabled and active (Type=notify), the
 #      configuration a conffile, the bus answering, "Would set" lines logged and nothing written;
-#   2. live (the canary's drop-in removed, restart): the group placed through its unit, the
-#      journal's PELTD_* fields; a policy and a group's shares changed by drop-ins and reload;
+#   2. live (the canary's drop-in removed, restart): a service placed through its unit, the
+#      journal's PELTD_* fields; the policy changed by a drop-in and reload, then over the bus, and
+#      a group's shares by a drop-in;
 #   3. SIGKILL: ExecStopPost restores, Restart=on-failure starts it again, it places again, and a
 #      stop leaves every value as it was before the package came;
 #   4. peltd run by hand, killed, and `peltd --restore`;
@@ -25,9 +26,9 @@ set -u
 src=$1
 deb=$2
 failures=0
-slice=peltdpkg.slice # no dash: "a-b.slice" lives inside "a.slice"
-web=peltd-pkg-web.service db=peltd-pkg-db.service
-web_cg=/$slice/$web db_cg=/$slice/$db
+# The services of README.md's examples, in system.slice, the subtree the roll-out's drop-in gives peltd.
+web=postgresql.service db=nginx.service
+web_cg=/system.slice/$web db_cg=/system.slice/$db
 conf_d=/etc/peltd/peltd.conf.d
 hand_pid=
 tmp=$(mktemp -d /tmp/peltd-test-package.XXXXXX)
@@ -108,9 +109,9 @@ all_cpus=$(cat /sys/devices/system/cpu/online)
 [[ $all_cpus == 0-1 ]] || { echo "FAIL: the guest has CPUs $all_cpus; these checks need 0-1"; exit 1; }
 echo "== guest: $(systemctl --version | head -n1), kernel $(uname -r), CPUs $all_cpus; package ${deb##*/}"
 
-# Two services of the fleet's own; peltd is to place the first, the second only takes shares.
-systemd-run -q --unit="$web" --slice="$slice" sleep infinity
-systemd-run -q --unit="$db" --slice="$slice" -p CPUWeight=50 sleep infinity
+# Two services of the fleet's own; peltd is to keep the first on CPU 1, the second takes shares.
+systemd-run -q --unit="$web" sleep infinity
+systemd-run -q --unit="$db" -p CPUWeight=50 sleep infinity
 snapshot "$tmp/before"
 
 # ---- 1. Install on a canary: the roll-out's drop-ins first, DryRun=yes among them -------------
@@ -118,7 +119,7 @@ echo "== 1. apt-get install on a canary (drop-ins first, DryRun=yes)"
 mkdir -p "$conf_d"
 cat >"$conf_d/10-fleet.conf" <<EOF
 [Daemon]
-CgroupRoot=/$slice
+CgroupRoot=/system.slice
 Policy=performance
 
 [Group $web_cg]
@@ -152,7 +153,7 @@ else
         echo "note: the package has no peltctl; the bus is read with busctl"
 fi
 d=$(prop DryRun) r=$(prop CgroupRoot) v=$(prop Version)
-[[ $d == "b true" && $r == "s \"/$slice\"" && $v == "s \"$(dpkg-query -W -f='${Version}' peltd | sed 's/-[^-]*$//')\"" ]] &&
+[[ $d == "b true" && $r == 's "/system.slice"' && $v == "s \"$(dpkg-query -W -f='${Version}' peltd | sed 's/-[^-]*$//')\"" ]] &&
         pass "busctl get-property org.peltd1: DryRun $d, CgroupRoot $r, Version $v" ||
         peltd_fail "busctl get-property org.peltd1: DryRun \"$d\", CgroupRoot \"$r\", Version \"$v\""
 if wait_for 20 eval 'journalctl -q -u peltd --no-pager -o cat -g "^Would set" | grep -q "$web"'; then
@@ -175,6 +176,7 @@ journalctl -u peltd -o verbose PELTD_GROUP="$web_cg" >"$tmp/verbose"
 if grep -qx "    PELTD_CPUS=1" "$tmp/verbose" && grep -qx "    PELTD_SHARES=2048" "$tmp/verbose" &&
         grep -qx "    PELTD_POLICY=performance" "$tmp/verbose" && grep -q "^    PELTD_REASON=." "$tmp/verbose"; then
         pass "journalctl -o verbose PELTD_GROUP=$web_cg: PELTD_CPUS=1, PELTD_SHARES=2048, PELTD_POLICY, PELTD_REASON"
+        grep -E '^    (MESSAGE|PELTD_[A-Z_]+)=' "$tmp/verbose" | head -n 8
 else
         peltd_fail "journalctl -o verbose PELTD_GROUP=$web_cg:"
         sed 's/^/    /' "$tmp/verbose" | tail -n 20
@@ -184,14 +186,21 @@ busctl call org.peltd1 /org/peltd1 org.peltd1.Manager GetGroup s "$web_cg" >"$tm
         pass "busctl call ... GetGroup: $(cut -c1-100 "$tmp/group")" ||
         fail "busctl call ... GetGroup: $(cat "$tmp/group")"
 
-printf '[Daemon]\nPolicy=power\n\n[Group %s]\nShares=3072\n' "$db_cg" >"$conf_d/20-tuning.conf"
-if systemctl reload peltd && [[ $(prop Policy) == 's "power"' ]] &&
+printf '[Daemon]\nPolicy=power\n' >"$conf_d/20-policy.conf"
+systemctl reload peltd && wait_for 5 eval '[[ $(prop Policy) == "s \"power\"" ]]' &&
+        pass "policy by drop-in + systemctl reload: Policy power" || peltd_fail "policy by drop-in: Policy $(prop Policy)"
+busctl call org.peltd1 /org/peltd1 org.peltd1.Manager SetPolicy s balanced && [[ $(prop Policy) == 's "balanced"' ]] &&
+        pass "policy at run time: busctl call ... SetPolicy s balanced" || peltd_fail "SetPolicy balanced: Policy $(prop Policy)"
+printf '[Group %s]\nShares=3072\n' "$db_cg" >"$conf_d/30-nginx.conf"
+if systemctl reload peltd &&
         wait_for 20 eval '[[ $(show "$db" CPUWeight) == 300 ]] && file_is "$db_cg" cpu.weight 300'; then
-        pass "drop-in + systemctl reload: Policy power, $db at CPUWeight=300 (Shares=3072)"
+        pass "a group's shares by drop-in + systemctl reload: $db at CPUWeight=300 (Shares=3072)"
 else
-        peltd_fail "drop-in + reload: Policy $(prop Policy), $db CPUWeight=$(show "$db" CPUWeight)"
+        peltd_fail "shares by drop-in: $db CPUWeight=$(show "$db" CPUWeight)"
 fi
-placed && pass "power: $web still on CPU 1 (its AllowedCPUs=1)" || peltd_fail "power: $web moved off CPU 1"
+[[ $(prop Policy) == 's "balanced"' ]] && placed &&
+        pass "reloaded: the run-time policy (balanced) holds, $web still on CPU 1 (its AllowedCPUs=1)" ||
+        peltd_fail "reloaded: Policy $(prop Policy), $web AllowedCPUs=\"$(show "$web" AllowedCPUs)\""
 
 # ---- 3. A crash: ExecStopPost restores, Restart=on-failure brings it back ---------------------
 echo "== 3. systemctl kill -s KILL peltd"
