@@ -152,6 +152,10 @@ if command -v peltctl >/dev/null && dpkg -S "$(command -v peltctl)" >/dev/null 2
 else
         echo "note: the package has no peltctl; the bus is read with busctl"
 fi
+busctl get-property org.peltd1 /org/peltd1 org.peltd1.Manager Policy DryRun CgroupRoot >"$tmp/props" 2>&1 &&
+        [[ $(tr '\n' ' ' <"$tmp/props") == 's "performance" b true s "/system.slice" ' ]] &&
+        pass "busctl get-property ... Policy DryRun CgroupRoot: $(tr '\n' ' ' <"$tmp/props")" ||
+        peltd_fail "busctl get-property ... Policy DryRun CgroupRoot: $(tr '\n' ' ' <"$tmp/props")"
 d=$(prop DryRun) r=$(prop CgroupRoot) v=$(prop Version)
 [[ $d == "b true" && $r == 's "/system.slice"' && $v == "s \"$(dpkg-query -W -f='${Version}' peltd | sed 's/-[^-]*$//')\"" ]] &&
         pass "busctl get-property org.peltd1: DryRun $d, CgroupRoot $r, Version $v" ||
@@ -198,6 +202,15 @@ if systemctl reload peltd &&
 else
         peltd_fail "shares by drop-in: $db CPUWeight=$(show "$db" CPUWeight)"
 fi
+printf '[Daemon]\nSampleIntervalMSec=5\n' >"$conf_d/60-broken.conf"
+systemctl reload peltd
+if wait_for 5 eval 'journalctl -u peltd -n 5 | grep -q "$conf_d/60-broken.conf:2: SampleIntervalMSec=5: "' &&
+        [[ $(show peltd.service ActiveState) == active && $(prop SampleIntervalUSec) == "t 100000" ]]; then
+        pass "a broken drop-in: reload keeps the old settings (100 ms rounds), journalctl -u peltd -n 5 names 60-broken.conf:2"
+else
+        peltd_fail "a broken drop-in: peltd $(show peltd.service ActiveState), $(prop SampleIntervalUSec), FILE:LINE in journalctl -u peltd -n 5?"
+fi
+rm "$conf_d/60-broken.conf"
 [[ $(prop Policy) == 's "balanced"' ]] && placed &&
         pass "reloaded: the run-time policy (balanced) holds, $web still on CPU 1 (its AllowedCPUs=1)" ||
         peltd_fail "reloaded: Policy $(prop Policy), $web AllowedCPUs=\"$(show "$web" AllowedCPUs)\""
