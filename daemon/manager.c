@@ -429,7 +429,9 @@ static int on_sigterm(sd_event_source *s, _unused_ const struct signalfd_siginfo
 }
 
 int manager_reload(Manager *m, char **ret_message) {
+        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
         _cleanup_config_ Config *c = NULL;
+        bool dry_run;
         Config *old;
         int r;
 
@@ -462,7 +464,20 @@ int manager_reload(Manager *m, char **ret_message) {
             (r = subtree_lock_set_root(m->subtree_lock, c->cgroup_root)) < 0)
                 return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.", c->cgroup_root,
                             log_last_error() ?: "see the log", m->config->cgroup_root);
+        /* Leaving a dry run: the subtree is locked first, as at start (a dry run writes nothing: it locks nothing). */
+        dry_run = m->args.dry_run || c->dry_run;
+        if (!dry_run && !m->subtree_lock && (r = subtree_lock(m->fs, c->cgroup_root, &lock)) < 0)
+                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping the dry run.", c->cgroup_root,
+                            log_last_error() ?: "see the log");
 #undef FAIL
+
+        if (lock)
+                m->subtree_lock = TAKE_PTR(lock);
+        else if (dry_run && !m->dry_run) {
+                /* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
+                (void) manager_restore_all(m, "a dry run from now on");
+                m->subtree_lock = subtree_lock_free(m->subtree_lock);
+        }
 
         old = m->config;
         m->config = TAKE_PTR(c);
