@@ -283,9 +283,13 @@ int dropin_check_group_path(const char *path, const char **ret_reason) {
         else if (strlen("[Group ]") + strlen(path) > INI_LINE_MAX)
                 why = "is too long for a line of peltd.conf";
         else
+                /*
+                 * peltd writes only bytes 0x80..0xff as "\xNN", in lower case (utf8.h): "\x2d", as
+                 * systemd puts in unit names, or "\xC3" can only be those four characters.
+                 */
                 for (const char *p = strstr(path, "\\x"); p; p = strstr(p + 1, "\\x"))
-                        if (isxdigit((unsigned char) p[2]) && isxdigit((unsigned char) p[3])) {
-                                why = "contains \\xNN, which stands for a byte that is not UTF-8";
+                        if (p[2] && strchr("89abcdef", p[2]) && p[3] && strchr("0123456789abcdef", p[3])) {
+                                why = "contains \\xNN with NN 80 to ff, which stands for a byte that is not UTF-8";
                                 break;
                         }
         if (why) {

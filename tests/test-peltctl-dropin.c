@@ -204,7 +204,7 @@ static void test_header_once_and_no_final_newline(_unused_ void **state) {
 
 static void test_refused(_unused_ void **state) {
         static const char *const bad_paths[] = {
-                "relative", "/", "/a/../b", "/a//b", "/a/", "/a]b", "/a ;b", "/a\tb ", "/a\nb", "/bad\\xff", "",
+                "relative", "/", "/a/../b", "/a//b", "/a/", "/a]b", "/a ;b", "/a\tb ", "/a\nb", "/bad\\xff", "/bad\\x80/x", "",
         };
         char long_path[200];
         const char *why = NULL;
@@ -226,6 +226,10 @@ static void test_refused(_unused_ void **state) {
         assert_int_equal(dropin_check_group_path(long_path, &why), -EINVAL);
         long_path[INI_LINE_MAX - strlen("[Group ]")] = 0;
         assert_int_equal(dropin_check_group_path(long_path, NULL), 0);
+
+        /* "\x2d" as systemd escapes '-' in unit names: four characters, never an escaped byte. */
+        assert_int_equal(dropin_check_group_path("/system.slice/systemd-fsck@dev-disk-by\\x2duuid-1.service", NULL), 0);
+        assert_int_equal(dropin_check_group_path("/a\\x7f\\x\\xz\\xC3\\xf", NULL), 0);
 
         /* A path with spaces, a literal backslash and UTF-8 is written as it is and read back. */
         assert_int_equal(dropin_check_group_path("/x/a b/caf\xc3\xa9\\n", NULL), 0);

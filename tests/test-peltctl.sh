@@ -402,8 +402,10 @@ check "policy turbo: the daemon's InvalidArgs ($err)" matches "$err" 'Unknown po
 run 1 --config-dir "$etc" set-shares "/$id/a" 1
 check "shares 1: the daemon's message" matches "$err" "Shares 1 out of range*"
 run 1 --config-dir "$etc" set-shares "/$id/none" 100
-run 1 --config-dir "$etc" set-shares "/$id/a\\x41" 100
-check "a path [Group] cannot name: refused before the call" matches "$err" "Cannot persist the shares of /$id/a\\\\x41*use --runtime."
+run 1 --config-dir "$etc" set-shares "/$id/a\\xff" 100
+check "a path [Group] cannot name: refused before the call ($err)" matches "$err" "Cannot persist the shares of /$id/a\\\\xff*use --runtime."
+run 1 --config-dir "$etc" set-shares "/$id/a\\x2d" 100
+check "a literal \\x2d goes to the daemon ($err)" matches "$err" "/$id/a\\\\x2d is not a group peltd manages."
 check "refused calls: the drop-in untouched" [ "$(dropin_sum)" = "$before" ]
 mv "$dropin" "$tmp/dropin.saved"
 ln -s "$tmp/dropin.saved" "$dropin"

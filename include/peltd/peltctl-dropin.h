@@ -37,8 +37,9 @@ int dropin_set_shares(const char *text, const char *path, uint64_t shares, char 
 /*
  * Whether "[Group path]" makes peltd read path back as it is: a normalised absolute cgroup path
  * below "/" (cgroup-path.h), without ']', without " ;" (an inline comment to inih), without
- * trailing whitespace, without "\xNN" (which stands for a byte that is not UTF-8 in peltd's text
- * and cannot be told from those four characters), short enough for a line of peltd.conf.
+ * trailing whitespace, short enough for a line of peltd.conf, and without "\x80".."\xff" in
+ * lower case: peltd's text for a byte that is not UTF-8, which cannot be told from those four
+ * characters ("\x2d", as in systemd's unit names, or "\xC3" is only ever the characters).
  * Returns 0, or -EINVAL with *ret_reason a phrase for the message ("contains ']'").
  */
 int dropin_check_group_path(const char *path, const char **ret_reason);
