@@ -175,22 +175,19 @@ static int bus_connect(sd_bus **ret) {
 }
 
 /*
- * Calls method with the arguments of types; a change (change true) lets polkit ask for a password
- * when stdin is a terminal. Returns 0 with the reply, or 1 after logging why not.
+ * Calls method with the arguments of types; a change (is_change) lets polkit ask for a password
+ * when there is someone at a terminal to type it. Returns 0 with the reply (when ret_reply is
+ * given), or 1 after logging why not.
  */
-static int call(sd_bus *bus, const char *method, bool change, sd_bus_message **ret_reply, const char *types, ...) {
+static int callv(sd_bus *bus, const char *method, bool is_change, sd_bus_message **ret_reply, const char *types, va_list ap) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL;
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        va_list ap;
         int r;
 
         r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_INTERFACE, method);
-        if (r >= 0 && types) {
-                va_start(ap, types);
+        if (r >= 0 && types)
                 r = sd_bus_message_appendv(m, types, ap);
-                va_end(ap);
-        }
-        if (r >= 0 && change)
+        if (r >= 0 && is_change)
                 r = sd_bus_message_set_allow_interactive_authorization(m, isatty(STDIN_FILENO));
         if (r < 0) {
                 log_error_errno(r, "Failed to make the %s call: %m", method);
@@ -200,6 +197,16 @@ static int call(sd_bus *bus, const char *method, bool change, sd_bus_message **r
         if (r < 0)
                 return call_failed(method, &error, r);
         return 0;
+}
+
+static int call(sd_bus *bus, const char *method, bool is_change, sd_bus_message **ret_reply, const char *types, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, types);
+        r = callv(bus, method, is_change, ret_reply, types, ap);
+        va_end(ap);
+        return r;
 }
 
 /* ---- Groups ----------------------------------------------------------------------------------- */
@@ -849,31 +856,17 @@ failed:
 /* A change, persisted unless --runtime: see the top of this file for the order. */
 static int change(sd_bus *bus, const Setting *s, const char *method, const char *types, ...) {
         _cleanup_(dropin_done) Dropin d = { .config_fd = -1, .dir_fd = -1 };
-        _cleanup_(sd_bus_message_unrefp) sd_bus_message *m = NULL, *reply = NULL;
-        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
         va_list ap;
         int r;
 
         if (!arg_runtime && (r = dropin_begin(&d, s)) != 0)
                 return r;
-
-        r = sd_bus_message_new_method_call(bus, &m, BUS_NAME, BUS_PATH, BUS_INTERFACE, method);
-        if (r >= 0) {
-                va_start(ap, types);
-                r = sd_bus_message_appendv(m, types, ap);
-                va_end(ap);
-        }
-        /* polkit may ask for a password when there is someone at a terminal to type it. */
-        if (r >= 0)
-                r = sd_bus_message_set_allow_interactive_authorization(m, isatty(STDIN_FILENO));
-        if (r < 0) {
-                log_error_errno(r, "Failed to make the %s call: %m", method);
-                return EXIT_FAILURE;
-        }
-        r = sd_bus_call(bus, m, 0, &error, &reply);
-        if (r < 0)
-                return call_failed(method, &error, r);
-        return arg_runtime ? 0 : dropin_commit(&d, s);
+        va_start(ap, types);
+        r = callv(bus, method, true, NULL, types, ap);
+        va_end(ap);
+        if (r != 0 || arg_runtime)
+                return r;
+        return dropin_commit(&d, s);
 }
 
 static int cmd_policy(sd_bus *bus, char **args) {
