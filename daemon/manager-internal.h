@@ -219,3 +219,9 @@ int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, ui
  * could not be restored (logged), or a negative errno (logged).
  */
 int manager_restore_all(Manager *m, const char *why);
+
+/*
+ * The group's own shares from before peltd first wrote them (cpu.shares; cpu.weight and systemd's
+ * CPUWeight converted), as recorded in the state file; 0 when nothing is recorded.
+ */
+uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g);

@@ -482,6 +482,17 @@ int manager_reload(Manager *m, char **ret_message) {
         old = m->config;
         m->config = TAKE_PTR(c);
         sampling_set_config(m->sampling, m->config);
+        /*
+         * A group whose Shares= went away gets its own value back, as after SetGroupShares(path, 0):
+         * peltd writes shares only where they are set. Runtime shares still win.
+         */
+        for (size_t i = 0; i < m->n_groups; i++) {
+                ManagedGroup *g = &m->groups[i];
+                const GroupConfig *was = config_find_group(old, g->path), *now = config_find_group(m->config, g->path);
+
+                if (was && was->shares > 0 && (!now || now->shares == 0) && manager_runtime_shares(m, g->path) == 0)
+                        g->shares_put_back = manager_original_shares(m, g);
+        }
         config_free(old);
 
         manager_settings_changed(m);
