@@ -435,7 +435,7 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
         snprintf(state, sizeof state, "%s.state", conf);
         cf = fdopen(fd, "w");
         /* Defaults but for where it looks and that it writes nothing: every interval and rate is the default. */
-        fprintf(cf, "[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nDryRun=yes\nTaskTracking=yes\n", top, state);
+        fprintf(cf, "[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nMetricsFile=\nDryRun=yes\nTaskTracking=yes\n", top, state);
         fclose(cf);
         if (mkdir(state, 0700) < 0)
                 bench_die("mkdir %s: %s", state, strerror(errno));
