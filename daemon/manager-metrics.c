@@ -27,6 +27,7 @@ struct ManagerMetrics {
         sd_event_source *timer;
         uint64_t group_rounds, task_rounds;
         nsec_t sampling_cpu_ns;
+        nsec_t metrics_cpu_ns;       /* this thread's CPU time in write_metrics() */
         usec_t last_write_usec;      /* when the timer last ran; 0: never */
         char *written;               /* the file as last written, removed when MetricsFile= moves and at stop */
         int write_error;             /* the failure said, until a write works again */
@@ -58,9 +59,8 @@ static int take_snapshot(Manager *m, MetricsSnapshot *ret, MetricsGroup **ret_gr
         const Topology *t = m->topology;
         _cleanup_free_ MetricsGroup *groups = NULL;
         _cleanup_free_ double *placed = NULL, *spread = NULL;
-        SampledThread *st = NULL;
         SampledGroup *sg = NULL;
-        size_t n = sampling_groups(m->sampling, &sg), n_threads = sampling_threads(m->sampling, &st), pos = 0;
+        size_t n = sampling_groups(m->sampling, &sg), pos = 0;
 
         groups = new0(MetricsGroup, MAX(n, 1u));
         placed = new0(double, MAX(t->n_cpus, 1u));
@@ -91,9 +91,11 @@ static int take_snapshot(Manager *m, MetricsSnapshot *ret, MetricsGroup **ret_gr
                 .policy = policy_to_string(m->policy),
                 .group_rounds = m->metrics->group_rounds,
                 .task_rounds = m->metrics->task_rounds,
-                .threads_tracked = st ? n_threads : 0,
+                /* Counted, not listed: sampling_threads() would decay every blocked thread's averages. */
+                .threads_tracked = m->task_tracking ? proc_sampler_n_threads(sampling_proc_sampler(m->sampling)) : 0,
                 .groups_managed = m->n_groups,
                 .sampling_cpu_ns = m->metrics->sampling_cpu_ns,
+                .metrics_cpu_ns = m->metrics->metrics_cpu_ns,
                 .energy_estimate = energy_estimate(t, m->energy_model, placed),
                 .energy_estimate_spread = energy_estimate(t, m->energy_model, spread),
                 .groups = groups,
@@ -134,6 +136,7 @@ static int render_and_write(Manager *m, const char *path) {
 static void write_metrics(Manager *m) {
         ManagerMetrics *mm = m->metrics;
         const char *path = m->config->metrics_file;
+        nsec_t cpu0 = now_nsec(CLOCK_THREAD_CPUTIME_ID);
         int r;
 
         mm->last_write_usec = now_usec(CLOCK_MONOTONIC);
@@ -144,6 +147,7 @@ static void write_metrics(Manager *m) {
                 return;
 
         r = render_and_write(m, path);
+        mm->metrics_cpu_ns += now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
         if (r < 0) {
                 if (mm->write_error == 0)
                         log_warning_errno(r, "Failed to write the metrics file %s: %m; trying again every second.", path);

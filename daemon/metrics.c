@@ -7,9 +7,7 @@
  * escapes \ and newline (the texts below hold neither).
  */
 #include <fcntl.h>
-#include <inttypes.h>
 #include <math.h>
-#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "peltd/macro.h"
@@ -60,49 +58,42 @@ static void buf_putc(Buf *b, char c) {
         buf_putn(b, &c, 1);
 }
 
-_printf_(2, 3) static void buf_printf(Buf *b, const char *fmt, ...) {
-        va_list ap;
-        int n;
-
-        /* Numbers and short names only: 64 bytes hold any of them. */
-        if (!buf_reserve(b, 64))
-                return;
-        va_start(ap, fmt);
-        n = vsnprintf(b->data + b->len, b->size - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-                b->oom = true;
-                return;
-        }
-        if ((size_t) n >= b->size - b->len) {
-                /* Longer than it had room for: again, with room for all of it. */
-                if (!buf_reserve(b, (size_t) n))
-                        return;
-                va_start(ap, fmt);
-                (void) vsnprintf(b->data + b->len, b->size - b->len, fmt, ap);
-                va_end(ap);
-        }
-        b->len += (size_t) n;
-}
-
 /* ---- Values ----------------------------------------------------------------------------------- */
 
 /*
- * whole.frac with frac < 10^digits written with `digits` digits, trailing zeros (and a bare
- * point) dropped: exact, where a double would round ("0.2939453125", "12.000381", "3").
+ * Most of the file is integers: written by hand, as printf takes several times as long, and the
+ * file is rendered every second.
+ */
+static void put_u64(Buf *b, uint64_t v) {
+        char d[20];
+        size_t n = sizeof d;
+
+        do {
+                d[--n] = (char) ('0' + v % 10);
+                v /= 10;
+        } while (v > 0);
+        buf_putn(b, d + n, sizeof d - n);
+}
+
+/*
+ * whole.frac with frac < 10^digits (digits <= 19) written with `digits` digits, trailing zeros
+ * (and a bare point) dropped: exact, where a double would round ("0.2939453125", "12.000381", "3").
  */
 static void put_fixed(Buf *b, uint64_t whole, uint64_t frac, unsigned digits) {
-        char f[24];
-        int n;
+        char f[20];
+        size_t n = digits;
 
-        buf_printf(b, "%" PRIu64, whole);
+        put_u64(b, whole);
         if (frac == 0)
                 return;
-        n = snprintf(f, sizeof f, "%0*" PRIu64, (int) digits, frac);
+        for (size_t i = digits; i > 0; i--) {
+                f[i - 1] = (char) ('0' + frac % 10);
+                frac /= 10;
+        }
         while (n > 0 && f[n - 1] == '0')
                 n--;
         buf_putc(b, '.');
-        buf_putn(b, f, (size_t) n);
+        buf_putn(b, f, n);
 }
 
 /* util-like values in 1/1024: k/1024 = k × 9765625 / 10^10, so ten decimal digits are exact. */
@@ -115,13 +106,17 @@ static void put_seconds(Buf *b, uint64_t ns) {
 }
 
 static void put_double(Buf *b, double v) {
+        char d[32];
+
         if (isnan(v))
                 buf_puts(b, "NaN");
         else if (isinf(v))
                 buf_puts(b, v > 0 ? "+Inf" : "-Inf");
-        else
+        else {
                 /* 15 significant digits: what came from a shorter decimal reads back as it was. */
-                buf_printf(b, "%.15g", v);
+                (void) snprintf(d, sizeof d, "%.15g", v);
+                buf_puts(b, d);
+        }
 }
 
 /* A label value: not-UTF-8 bytes as \xNN, then \ " and newline escaped as the format wants. */
@@ -148,16 +143,24 @@ static void put_label_value(Buf *b, const char *value) {
 /* ---- Families --------------------------------------------------------------------------------- */
 
 static void family(Buf *b, const char *name, const char *type, const char *help) {
-        buf_printf(b, "# HELP %s ", name);
+        buf_puts(b, "# HELP ");
+        buf_puts(b, name);
+        buf_putc(b, ' ');
         buf_puts(b, help);
-        buf_printf(b, "\n# TYPE %s %s\n", name, type);
+        buf_puts(b, "\n# TYPE ");
+        buf_puts(b, name);
+        buf_putc(b, ' ');
+        buf_puts(b, type);
+        buf_putc(b, '\n');
 }
 
 /* One sample's start: "name{label="value"} " (no label when label is NULL). */
 static void sample(Buf *b, const char *name, const char *label, const char *value) {
         buf_puts(b, name);
         if (label) {
-                buf_printf(b, "{%s=\"", label);
+                buf_putc(b, '{');
+                buf_puts(b, label);
+                buf_puts(b, "=\"");
                 put_label_value(b, value);
                 buf_puts(b, "\"}");
         }
@@ -167,7 +170,8 @@ static void sample(Buf *b, const char *name, const char *label, const char *valu
 static void u64_family(Buf *b, const char *name, const char *type, const char *help, uint64_t v) {
         family(b, name, type, help);
         sample(b, name, NULL, NULL);
-        buf_printf(b, "%" PRIu64 "\n", v);
+        put_u64(b, v);
+        buf_putc(b, '\n');
 }
 
 static void double_family(Buf *b, const char *name, const char *help, double v) {
@@ -220,16 +224,16 @@ static void put_group_value(Buf *b, const MetricsGroup *g, GroupValue v) {
                 put_per_1024(b, g->runnable);
                 break;
         case GV_LOAD:
-                buf_printf(b, "%" PRIu64, g->load);
+                put_u64(b, g->load);
                 break;
         case GV_CPUS:
-                buf_printf(b, "%d", g->cpus);
+                put_u64(b, (uint64_t) g->cpus); /* >= 0: group_has() */
                 break;
         case GV_SHARES:
-                buf_printf(b, "%" PRIu64, g->shares);
+                put_u64(b, g->shares);
                 break;
         case GV_PLACEMENT_CHANGES:
-                buf_printf(b, "%" PRIu64, g->placement_changes);
+                put_u64(b, g->placement_changes);
                 break;
         case GV_THROTTLED:
                 put_seconds(b, g->throttled_ns);
@@ -267,9 +271,11 @@ int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size) {
         family(&b, "peltd_rounds_total", "counter",
                "Sampling rounds run: kind=\"task\" read every thread and group, kind=\"group\" the groups only.");
         sample(&b, "peltd_rounds_total", "kind", "group");
-        buf_printf(&b, "%" PRIu64 "\n", s->group_rounds);
+        put_u64(&b, s->group_rounds);
+        buf_putc(&b, '\n');
         sample(&b, "peltd_rounds_total", "kind", "task");
-        buf_printf(&b, "%" PRIu64 "\n", s->task_rounds);
+        put_u64(&b, s->task_rounds);
+        buf_putc(&b, '\n');
 
         u64_family(&b, "peltd_threads_tracked", "gauge", "Threads whose load peltd tracks (0 while it tracks none).",
                    s->threads_tracked);
@@ -278,6 +284,11 @@ int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size) {
         family(&b, "peltd_sampling_cpu_seconds_total", "counter", "CPU time peltd itself spent sampling threads and groups.");
         sample(&b, "peltd_sampling_cpu_seconds_total", NULL, NULL);
         put_seconds(&b, s->sampling_cpu_ns);
+        buf_putc(&b, '\n');
+        family(&b, "peltd_metrics_cpu_seconds_total", "counter",
+               "CPU time peltd itself spent on this file (taking its figures, rendering, writing), up to its last write.");
+        sample(&b, "peltd_metrics_cpu_seconds_total", NULL, NULL);
+        put_seconds(&b, s->metrics_cpu_ns);
         buf_putc(&b, '\n');
 
         double_family(&b, "peltd_energy_estimate",
@@ -324,12 +335,16 @@ int metrics_write_file(const char *path, const char *text, size_t size) {
         if (asprintf(&tmp, "%s.tmp", path) < 0)
                 return -ENOMEM;
         /*
-         * One left by a crash (or planted: unlink removes a link, not its target) goes first; then
-         * O_EXCL|O_NOFOLLOW creates a new file or fails, whatever was put there meanwhile.
+         * O_EXCL|O_NOFOLLOW: a new file, never one someone put there, nor where a link points. One
+         * left by a crash (or planted: unlink removes a link, not its target) is removed, and the
+         * open tried once more.
          */
-        if (unlink(tmp) < 0 && errno != ENOENT)
-                return negative_errno();
         fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0 && errno == EEXIST) {
+                if (unlink(tmp) < 0 && errno != ENOENT)
+                        return negative_errno();
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        }
         if (fd < 0)
                 return negative_errno();
         /* The unit's UMask=0077 took the read bits away: node_exporter runs as another user. */

@@ -37,6 +37,7 @@ static void test_render_exact(_unused_ void **state) {
                 .threads_tracked = 345,
                 .groups_managed = 2,
                 .sampling_cpu_ns = 2000381000,
+                .metrics_cpu_ns = 4000,
                 .energy_estimate = 40.5,
                 .energy_estimate_spread = 45,
                 .groups = groups,
@@ -65,6 +66,9 @@ static void test_render_exact(_unused_ void **state) {
                 "# HELP peltd_sampling_cpu_seconds_total CPU time peltd itself spent sampling threads and groups.\n"
                 "# TYPE peltd_sampling_cpu_seconds_total counter\n"
                 "peltd_sampling_cpu_seconds_total 2.000381\n"
+                "# HELP peltd_metrics_cpu_seconds_total CPU time peltd itself spent on this file (taking its figures, rendering, writing), up to its last write.\n"
+                "# TYPE peltd_metrics_cpu_seconds_total counter\n"
+                "peltd_metrics_cpu_seconds_total 0.000004\n"
                 "# HELP peltd_energy_estimate Energy estimate of the managed groups' load on the CPUs each may use now, in the energy model's units.\n"
                 "# TYPE peltd_energy_estimate gauge\n"
                 "peltd_energy_estimate 40.5\n"
@@ -202,9 +206,9 @@ static void test_families_grouped(_unused_ void **state) {
                 assert_true(typed);
                 samples++;
         }
-        /* 8 families of one sample but the rounds' two, and 7 per-group ones of 3 samples each. */
-        assert_int_equal(families, 8 + 7);
-        assert_int_equal(samples, 9 + 7 * 3);
+        /* 9 families of one sample but the rounds' two, and 7 per-group ones of 3 samples each. */
+        assert_int_equal(families, 9 + 7);
+        assert_int_equal(samples, 10 + 7 * 3);
 }
 
 static char *read_file(const char *path) {

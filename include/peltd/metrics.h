@@ -37,6 +37,7 @@ typedef struct MetricsSnapshot {
         uint64_t threads_tracked;
         uint64_t groups_managed;
         uint64_t sampling_cpu_ns;    /* peltd's own CPU time spent sampling */
+        uint64_t metrics_cpu_ns;     /* and on the metrics file, up to its last write */
         double energy_estimate;      /* the model's units, every group on the CPUs it may use now */
         double energy_estimate_spread; /* the same load, every group on every online CPU */
         const MetricsGroup *groups;  /* in the order they are written (the daemon's: by path) */
@@ -47,9 +48,9 @@ typedef struct MetricsSnapshot {
 int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size);
 
 /*
- * Replaces path with size bytes of text: written to "path.tmp" (a stale one removed first, then
- * created O_EXCL|O_NOFOLLOW; its name does not end in ".prom", so the textfile collector never reads
- * it half-written), mode 0644 whatever the umask, then renamed over path. Returns 0 or a negative
+ * Replaces path with size bytes of text: written to "path.tmp" (created O_EXCL|O_NOFOLLOW, a stale
+ * one removed first; its name does not end in ".prom", so the textfile collector never reads it
+ * half-written), mode 0644 whatever the umask, then renamed over path. Returns 0 or a negative
  * errno; the temporary file does not outlive a failure.
  */
 int metrics_write_file(const char *path, const char *text, size_t size);
