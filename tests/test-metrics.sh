@@ -4,7 +4,7 @@
 # umask 077: it appears with mode 0644; every name made in its directory (watched with inotify,
 # which sees each one, however short-lived) is its temporary file, which does not end in ".prom";
 # it is replaced at most once a second though rounds run ten times as often; its values (groups
-# managed, a busy group's util, a group named with a quote, a backslash and a byte that is not
+# managed, threads tracked, a busy group's util, a group named with a quote, a backslash and a byte that is not
 # UTF-8, rounds growing) are what the daemon sees; promtool finds nothing to say; node_exporter's
 # textfile collector serves the same samples with node_textfile_scrape_error 0; a removed group
 # leaves the file; a directory gone is one warning and the file comes back with it; SIGHUP
@@ -100,7 +100,7 @@ odd_label=${odd_label//$'\n'/\\n}
 
 mkdir -m 0755 "$dir"
 write_config() { # METRICS_FILE
-        printf '[Daemon]\nPolicy=power\nCgroupRoot=/%s\nStateFile=%s/state/originals\nMetricsFile=%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
+        printf '[Daemon]\nPolicy=power\nTaskTracking=yes\nCgroupRoot=/%s\nStateFile=%s/state/originals\nMetricsFile=%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
                 "$id" "$tmp" "$1" > "$conf"
 }
 write_config "$file"
@@ -144,6 +144,10 @@ check "peltd_groups_managed $n (the subtree has $groups groups)" [ "$n" = "$grou
 check "peltd_build_info names version $("$peltd" --version | cut -d' ' -f2)" \
         [ "$(value peltd_build_info "version=\"$("$peltd" --version | cut -d' ' -f2)\"")" = 1 ]
 check "peltd_policy_info{policy=\"power\"} 1" [ "$(value peltd_policy_info 'policy="power"')" = 1 ]
+# Every thread of the machine (TaskTracking=yes): as many as /proc shows, give or take those that came and went.
+t=$(value peltd_threads_tracked) machine=$(ls -d /proc/[0-9]*/task/[0-9]* | wc -l)
+check "peltd_threads_tracked $t, the machine has $machine threads" \
+        bash -c "(( ${t:-0} >= $machine * 8 / 10 && ${t:-0} <= $machine * 12 / 10 ))"
 u=$(value peltd_group_util_cpus "group=\"/$id/busy\"")
 # Wide: the machine is shared, and a late wakeup bunches the thread's runs up.
 check "busy (one thread, 50% of every 10 ms): peltd_group_util_cpus $u in 0.3..0.8" \
@@ -180,9 +184,10 @@ cp "$file" "$tmp/b.prom"
 ga=$(value peltd_rounds_total 'kind="group"' "$tmp/a.prom") gb=$(value peltd_rounds_total 'kind="group"' "$tmp/b.prom")
 ta=$(value peltd_rounds_total 'kind="task"' "$tmp/a.prom") tb=$(value peltd_rounds_total 'kind="task"' "$tmp/b.prom")
 sa=$(value peltd_sampling_cpu_seconds_total "" "$tmp/a.prom") sb=$(value peltd_sampling_cpu_seconds_total "" "$tmp/b.prom")
-check "rounds grow over 1.5 s: group $ga -> $gb, task $ta -> $tb; sampling CPU ${sa}s -> ${sb}s" \
-        awk -v ga="$ga" -v gb="$gb" -v ta="$ta" -v tb="$tb" -v sa="$sa" -v sb="$sb" \
-        'BEGIN { exit !(gb > ga && tb > ta && sb > sa && sa > 0) }'
+ma=$(value peltd_metrics_cpu_seconds_total "" "$tmp/a.prom") mb=$(value peltd_metrics_cpu_seconds_total "" "$tmp/b.prom")
+check "over 1.5 s: rounds group $ga -> $gb, task $ta -> $tb; sampling CPU ${sa}s -> ${sb}s; metrics CPU ${ma}s -> ${mb}s" \
+        awk -v ga="$ga" -v gb="$gb" -v ta="$ta" -v tb="$tb" -v sa="$sa" -v sb="$sb" -v ma="$ma" -v mb="$mb" \
+        'BEGIN { exit !(gb > ga && tb > ta && sb > sa && sa > 0 && mb > ma && ma > 0 && mb < sb) }'
 
 # ---- At most once a second, though a round comes every 100 ms ---------------------------------
 w0=$(grep -c "^MOVED_TO peltd.prom$" "$tmp/events")
