@@ -34,6 +34,12 @@ failures=0
 cg_detect
 cg_guard "/$id" "$tmp"
 all_cpus=$(cat /sys/devices/system/cpu/online)
+# What peltd reports: v1 cpu.shares and cpuset.cpus; v2 cpu.weight converted, the effective set.
+shares_of() {
+        if [[ $mode == v1 ]]; then cat "$cpu_root/$id/$1/cpu.shares"; else echo $(($(cat "$cpu_root/$id/$1/cpu.weight") * 1024 / 100)); fi
+}
+cpus_file=cpuset.cpus
+[[ $mode == v1 ]] || cpus_file=cpuset.cpus.effective
 
 cleanup() {
         local p
@@ -123,8 +129,8 @@ daemon_pid=$!
 
 # ---- The file: there, 0644 whatever the umask, promtool silent ----------------------------------
 if wait_for 10 test -f "$file"; then
-        mode=$(stat -c %a "$file")
-        check "the file appears, mode $mode (daemon under umask 077)" [ "$mode" = 644 ]
+        file_mode=$(stat -c %a "$file")
+        check "the file appears, mode $file_mode (daemon under umask 077)" [ "$file_mode" = 644 ]
 else
         fail "no metrics file after 10 s"
 fi
@@ -155,15 +161,15 @@ check "busy (one thread, 50% of every 10 ms): peltd_group_util_cpus $u in 0.3..0
 u=$(value peltd_group_util_cpus "group=\"/$id/idle\"")
 check "idle: peltd_group_util_cpus $u below 0.02" awk -v u="$u" 'BEGIN { exit !(u != "" && u < 0.02) }'
 check "the odd group's label: $odd_label (\\xNN, then \\\\ and \\\" escaped)" \
-        grep -qxF "peltd_group_shares{$odd_label} $(cat "$cpu_root/$id/$odd/cpu.shares")" "$file"
+        grep -qxF "peltd_group_shares{$odd_label} $(shares_of "$odd")" "$file"
 # The file may be up to a second behind the cpuset and the log: these wait for it to catch up.
 cpus_match() {
-        set=$(cat "$cpuset_root/$id/busy/cpuset.cpus")
+        set=$(cat "$cpuset_root/$id/busy/$cpus_file")
         c=$(value peltd_group_cpus "group=\"/$id/busy\"")
         [[ $c == "$(awk -F, '{ n = 0; for (i = 1; i <= NF; i++) { split($i, r, "-"); n += (r[2] == "" ? 1 : r[2] - r[1] + 1) } print n }' <<< "$set")" ]]
 }
-check "peltd_group_cpus of busy as many as its cpuset.cpus" wait_for 5 cpus_match
-echo "    ($c in the file, cpuset.cpus $set)"
+check "peltd_group_cpus of busy as many as its $cpus_file" wait_for 5 cpus_match
+echo "    ($c in the file, $cpus_file $set)"
 changes_match() {
         p=$(value peltd_group_placement_changes_total "group=\"/$id/busy\"")
         logged=$(grep -c "^/$id/busy: CPUs " "$log")
