@@ -36,6 +36,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->group_timer);
         sd_event_source_disable_unref(m->task_timer);
         sd_event_source_disable_unref(m->hotplug_source);
+        manager_metrics_free(m);
         sd_event_unref(m->event);
         sampling_free(m->sampling);
         for (size_t i = 0; i < m->n_groups; i++)
@@ -239,7 +240,13 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         }
                         continue;
                 }
-                (void) manager_apply_group(m, g, &res[i], pg[i].shares);
+                {
+                        unsigned changes = m->n_changes;
+
+                        (void) manager_apply_group(m, g, &res[i], pg[i].shares);
+                        if (m->n_changes != changes)
+                                g->n_placements++;
+                }
         }
         return 0;
 }
@@ -296,6 +303,7 @@ static int manager_round(Manager *m, bool task_round) {
         int r;
 
         m->n_rounds++;
+        manager_metrics_round(m, task_round);
 
         /* The cheap fallback for lost hotplug events. */
         if (topology_online_changed(m->topology, m->sysfs) > 0)
@@ -308,7 +316,7 @@ static int manager_round(Manager *m, bool task_round) {
                 return 0;
         }
 
-        r = note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round));
+        r = note_sample_error(m, manager_sample(m, task_round));
         if (r != 0)
                 return r < 0 ? r : 0;
         return plan_and_apply(m, task_round);
@@ -622,6 +630,9 @@ int manager_new(const Args *args, Manager **ret) {
                 return log_error_errno(r, "Failed to add the timers: %m");
         (void) sd_event_source_set_description(m->group_timer, "group-round");
         (void) sd_event_source_set_description(m->task_timer, "task-round");
+        r = manager_metrics_start(m);
+        if (r < 0)
+                return r;
         r = arm_timers(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the timers: %m");
@@ -647,7 +658,7 @@ int manager_new(const Args *args, Manager **ret) {
                 m->watchdog_usec = 0;
 
         /* The baseline sample: the first rounds need something to take differences from. */
-        (void) note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), true));
+        (void) note_sample_error(m, manager_sample(m, true));
 
         /* org.peltd1 is owned (or given up on, said) before READY=1. */
         manager_bus_start(m);
@@ -673,6 +684,7 @@ int manager_run(Manager *m) {
                 exit_code = 1;
         } else
                 exit_code = r; /* sd_event_exit()'s code: 0, or 1 when another daemon took the subtree */
+        manager_metrics_stop(m);
 
         /* Put everything back, whatever stopped us. */
         r = manager_restore_all(m, "stopping");

@@ -46,7 +46,7 @@ cg_create "/$id/a" "$all_cpus"
 state=$tmp/state/originals
 mkdir -p "$tmp/state"
 conf=$tmp/peltd.conf
-printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' "$id" "$state" > "$conf"
+printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s\nMetricsFile=\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' "$id" "$state" > "$conf"
 
 # The victims a forged entry aims at: a file outside cgroupfs with a placed file's name, reached by
 # "..", and a cgroup file peltd never writes (release_agent of the cpuset hierarchy is root's knob).
@@ -154,7 +154,7 @@ cg_create "/$id/a/in" "$all_cpus"
 cg_create "/$id/b" "$all_cpus"
 daemon_conf() { # NAME ROOT: a config with its own state file
         mkdir -p "$tmp/$1"
-        printf '[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
+        printf '[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nMetricsFile=\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
                 "$2" "$tmp/$1" > "$tmp/$1.conf"
 }
 daemon_conf first "/$id/a"
