@@ -422,7 +422,7 @@ part_bus() {
                 out=$("${as_user[@]}" peltctl policy power --runtime 2>&1) && policy_is power &&
                         pass "$user: peltctl policy power --runtime" || bus_fail "$user: peltctl policy power --runtime: $out"
                 out=$("${as_user[@]}" peltctl policy balanced 2>&1)
-                [[ $? -eq 1 && $out == *"persisting needs root"* ]] && policy_is power &&
+                [[ $? -eq 1 && ${out,,} == *"persisting needs root"* ]] && policy_is power &&
                         pass "$user: peltctl policy balanced (persisting) refused before calling" ||
                         bus_fail "$user: peltctl policy balanced: $out"
                 out=$(peltctl policy balanced 2>&1) && policy_is balanced &&
