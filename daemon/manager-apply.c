@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "peltd/log.h"
+#include "peltd/parse.h"
 
 #include "manager-internal.h"
 
@@ -41,6 +42,24 @@ int state_open(const char *path, bool running_daemon, int *ret_lock, Originals *
                 log_error("%s: refusing an entry that peltd never writes (%s).", path, (*ret)->refused[i]);
         *ret_lock = TAKE_FD(fd);
         return 0;
+}
+
+uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g) {
+        const char *file = m->fs->mode == CGROUP_MODE_V2 ? "cpu.weight" : "cpu.shares";
+        uint64_t shares = 0;
+
+        for (size_t i = 0; i < m->originals->n_entries; i++) {
+                const Original *e = &m->originals->entries[i];
+                uint64_t v;
+
+                if (!streq(e->group, g->path) || safe_atou64(e->original, &v) < 0)
+                        continue;
+                if (streq(e->file, file))
+                        shares = m->fs->mode == CGROUP_MODE_V2 ? cgroup_weight_to_shares(v) : v;
+                else if (streq(e->file, "CPUWeight"))
+                        shares = cgroup_weight_to_shares(v);
+        }
+        return shares;
 }
 
 int manager_restore_all(Manager *m, const char *why) {
@@ -91,6 +110,7 @@ static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, con
                    strna(policy_to_string(res->policy)), demand, res->reason);
 
         m->n_changes++;
+        g->n_placements++;
         manager_bus_placement_changed(m, g, old_cpus, old_shares, res);
         localtime_r(&now, &tm);
         strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);

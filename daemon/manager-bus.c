@@ -23,7 +23,6 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/json-util.h"
 #include "peltd/log.h"
-#include "peltd/parse.h"
 #include "peltd/utf8.h"
 
 #include "manager-internal.h"
@@ -307,22 +306,7 @@ static int run_change(Manager *m, sd_bus_message *msg, BusCall kind, bool execut
                                 *rs = m->runtime_shares[--m->n_runtime_shares];
                         }
                         /* With no Shares= the group's own value goes back: the one recorded before peltd wrote it. */
-                        g->shares_put_back = 0;
-                        if (!c || c->shares == 0) {
-                                const char *file = m->fs->mode == CGROUP_MODE_V2 ? "cpu.weight" : "cpu.shares";
-
-                                for (size_t i = 0; i < m->originals->n_entries; i++) {
-                                        const Original *e = &m->originals->entries[i];
-                                        uint64_t v;
-
-                                        if (!streq(e->group, g->path) || safe_atou64(e->original, &v) < 0)
-                                                continue;
-                                        if (streq(e->file, file))
-                                                g->shares_put_back = m->fs->mode == CGROUP_MODE_V2 ? cgroup_weight_to_shares(v) : v;
-                                        else if (streq(e->file, "CPUWeight"))
-                                                g->shares_put_back = cgroup_weight_to_shares(v);
-                                }
-                        }
+                        g->shares_put_back = !c || c->shares == 0 ? manager_original_shares(m, g) : 0;
                 } else if (rs)
                         rs->shares = shares;
                 else {

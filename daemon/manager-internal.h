@@ -10,6 +10,7 @@
  *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
  *   manager-apply.c   applying a group's plan, the change log and its journal fields, restoring
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization
+ *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
  */
 
 #include <stdbool.h>
@@ -86,6 +87,8 @@ typedef struct ManagedGroup {
         Policy placed_policy;
         char reason[POLICY_REASON_MAX];
         uint64_t shares_put_back;    /* SetGroupShares taken back with no Shares= set: write this once; 0: none */
+
+        uint64_t n_placements;       /* placement changes applied to it, for the metrics */
 } ManagedGroup;
 
 /* SetGroupShares: a group path's runtime shares, kept until the daemon stops. */
@@ -96,6 +99,7 @@ typedef struct RuntimeShares {
 
 typedef struct AuthQuery AuthQuery;
 typedef struct Planning Planning;
+typedef struct ManagerMetrics ManagerMetrics;
 
 struct Manager {
         Args args;
@@ -152,6 +156,8 @@ struct Manager {
         Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
         RuntimeShares *runtime_shares;
         size_t n_runtime_shares;
+
+        ManagerMetrics *metrics;     /* manager-metrics.c */
 };
 
 /* For log lines: a list longer than buf is cut and ends in "..." (never a key or a value written). */
@@ -193,6 +199,18 @@ void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuM
                                    const PolicyResult *res);
 /* The runtime shares of a group path (SetGroupShares), 0: none. */
 uint64_t manager_runtime_shares(const Manager *m, const char *path);
+
+/* manager-metrics.c */
+
+/* The metrics file's timer, before the first round. Logs its errors. */
+int manager_metrics_start(Manager *m);
+/* A round starts: counted, and the file written after it, at most once a second. */
+void manager_metrics_round(Manager *m, bool task_round);
+/* sampling_round() now, its CPU time (this thread's) counted for peltd_sampling_cpu_seconds_total. */
+int manager_sample(Manager *m, bool task_round);
+/* The daemon stops: the file is removed. */
+void manager_metrics_stop(Manager *m);
+void manager_metrics_free(Manager *m);
 
 /* manager-groups.c */
 
@@ -250,3 +268,9 @@ int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, ui
  * could not be restored (logged), or a negative errno (logged).
  */
 int manager_restore_all(Manager *m, const char *why);
+
+/*
+ * The group's own shares from before peltd first wrote them (cpu.shares; cpu.weight and systemd's
+ * CPUWeight converted), as recorded in the state file; 0 when nothing is recorded.
+ */
+uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g);

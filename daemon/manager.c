@@ -36,6 +36,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->group_timer);
         sd_event_source_disable_unref(m->task_timer);
         sd_event_source_disable_unref(m->hotplug_source);
+        manager_metrics_free(m);
         sd_event_unref(m->event);
         sampling_free(m->sampling);
         for (size_t i = 0; i < m->n_groups; i++)
@@ -477,6 +478,7 @@ static int manager_round(Manager *m, bool task_round) {
         int r;
 
         m->n_rounds++;
+        manager_metrics_round(m, task_round);
 
         /* The cheap fallback for lost hotplug events. */
         if (topology_online_changed(m->topology, m->sysfs) > 0)
@@ -489,7 +491,7 @@ static int manager_round(Manager *m, bool task_round) {
                 return 0;
         }
 
-        r = note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round));
+        r = note_sample_error(m, manager_sample(m, task_round));
         if (r != 0)
                 return r < 0 ? r : 0;
         return plan_and_apply(m, task_round);
@@ -610,7 +612,9 @@ static int on_sigterm(sd_event_source *s, _unused_ const struct signalfd_siginfo
 }
 
 int manager_reload(Manager *m, char **ret_message) {
+        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
         _cleanup_config_ Config *c = NULL;
+        bool dry_run;
         Config *old;
         int r;
 
@@ -643,11 +647,35 @@ int manager_reload(Manager *m, char **ret_message) {
             (r = subtree_lock_set_root(m->subtree_lock, c->cgroup_root)) < 0)
                 return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.", c->cgroup_root,
                             log_last_error() ?: "see the log", m->config->cgroup_root);
+        /* Leaving a dry run: the subtree is locked first, as at start (a dry run writes nothing: it locks nothing). */
+        dry_run = m->args.dry_run || c->dry_run;
+        if (!dry_run && !m->subtree_lock && (r = subtree_lock(m->fs, c->cgroup_root, &lock)) < 0)
+                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping the dry run.", c->cgroup_root,
+                            log_last_error() ?: "see the log");
 #undef FAIL
+
+        if (lock)
+                m->subtree_lock = TAKE_PTR(lock);
+        else if (dry_run && !m->dry_run) {
+                /* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
+                (void) manager_restore_all(m, "a dry run from now on");
+                m->subtree_lock = subtree_lock_free(m->subtree_lock);
+        }
 
         old = m->config;
         m->config = TAKE_PTR(c);
         sampling_set_config(m->sampling, m->config);
+        /*
+         * A group whose Shares= went away gets its own value back, as after SetGroupShares(path, 0):
+         * peltd writes shares only where they are set. Runtime shares still win.
+         */
+        for (size_t i = 0; i < m->n_groups; i++) {
+                ManagedGroup *g = &m->groups[i];
+                const GroupConfig *was = config_find_group(old, g->path), *now = config_find_group(m->config, g->path);
+
+                if (was && was->shares > 0 && (!now || now->shares == 0) && manager_runtime_shares(m, g->path) == 0)
+                        g->shares_put_back = manager_original_shares(m, g);
+        }
         config_free(old);
 
         manager_settings_changed(m);
@@ -777,6 +805,9 @@ int manager_new(const Args *args, Manager **ret) {
                 return log_error_errno(r, "Failed to add the timers: %m");
         (void) sd_event_source_set_description(m->group_timer, "group-round");
         (void) sd_event_source_set_description(m->task_timer, "task-round");
+        r = manager_metrics_start(m);
+        if (r < 0)
+                return r;
         r = arm_timers(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the timers: %m");
@@ -802,7 +833,7 @@ int manager_new(const Args *args, Manager **ret) {
                 m->watchdog_usec = 0;
 
         /* The baseline sample: the first rounds need something to take differences from. */
-        (void) note_sample_error(m, sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), true));
+        (void) note_sample_error(m, manager_sample(m, true));
 
         /* org.peltd1 is owned (or given up on, said) before READY=1. */
         manager_bus_start(m);
@@ -828,6 +859,7 @@ int manager_run(Manager *m) {
                 exit_code = 1;
         } else
                 exit_code = r; /* sd_event_exit()'s code: 0, or 1 when another daemon took the subtree */
+        manager_metrics_stop(m);
 
         /* Put everything back, whatever stopped us. */
         r = manager_restore_all(m, "stopping");

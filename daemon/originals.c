@@ -139,9 +139,12 @@ static bool is_one_of(const char *s, const char *const *list) {
         return false;
 }
 
-/* A systemd unit name as systemd takes it: NAME.TYPE, of unit name characters, no '/'. */
+/*
+ * A systemd unit name as systemd takes it: NAME.TYPE, of unit name characters, no '/'; TYPE one of
+ * those with a cgroup, which apply-systemd.c places (a mount's or a socket's helper runs in one).
+ */
 static bool valid_unit_name(const char *u) {
-        static const char *const types[] = { ".service", ".slice", ".scope", NULL };
+        static const char *const types[] = { ".service", ".slice", ".scope", ".socket", ".mount", ".swap", NULL };
         const char *dot = strrchr(u, '.');
         size_t n = strlen(u);
 

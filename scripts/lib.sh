@@ -8,7 +8,13 @@ PELTD_PACKAGES=(
         dbus-daemon systemd util-linux procps jq valgrind
         qemu-system-x86 debootstrap e2fsprogs cpio xz-utils
         clang libclang-rt-14-dev
+        debhelper dpkg-dev lintian
+        prometheus prometheus-node-exporter curl inotify-tools
 )
+
+# Installed for their tools only (promtool; a node_exporter the metrics test starts on a port of
+# its own): the services these packages start and enable at install are stopped and disabled.
+PELTD_SERVICE_PACKAGES=(prometheus prometheus-node-exporter)
 
 die() {
         echo "peltd: $*" >&2
@@ -27,6 +33,22 @@ ensure_packages() {
         apt-get update -qq || die "apt-get update failed"
         apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
                 die "apt-get install ${missing[*]} failed"
+        for p in "${missing[@]}"; do
+                [[ " ${PELTD_SERVICE_PACKAGES[*]} " == *" $p "* ]] && no_service "$p"
+        done
+        return 0
+}
+
+# no_service NAME: the service a package just installed (and maybe started) stopped and disabled,
+# under systemd or SysV init.
+no_service() {
+        if [[ -d /run/systemd/system ]]; then
+                systemctl disable --now "$1.service" >/dev/null 2>&1
+        elif [[ -x /etc/init.d/$1 ]]; then
+                "/etc/init.d/$1" stop >/dev/null 2>&1
+                update-rc.d "$1" disable >/dev/null 2>&1
+        fi
+        echo "peltd: $1 installed for its tools; its service is stopped and disabled" >&2
 }
 
 # configure DIR [meson options...]: set up a build directory, or bring an existing one up to date.

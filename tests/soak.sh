@@ -6,9 +6,10 @@
 # nothing beyond the expected lines (placements, reloads, the races of a group vanishing), its RSS
 # grows by less than 1 MiB after the warm-up, its fd count is the same in the quiet phase after the
 # churn as in the one before it, and at SIGTERM every remaining group's cpuset and shares are back
-# to what they were. Prints the RSS/fd curve. Removes its subtree, files and processes, also on
-# failure. The daemon owns org.peltd1 on a private system bus, and a client reads ListGroups and
-# the Policy property every 0.2 s all along: every call must be answered.
+# to what they were, and its metrics file (written all along) is gone. Prints the RSS/fd curve.
+# Removes its subtree, files and processes, also on failure. The daemon owns org.peltd1 on a
+# private system bus, and a client reads ListGroups and the Policy property every 0.2 s all along:
+# every call must be answered.
 #
 #   soak.sh PELTD DUTY_CYCLE THREAD_CHURN SECONDS
 set -u
@@ -60,8 +61,9 @@ fail() {
 [[ $all_cpus != 0 ]] || { echo "FAIL: the soak needs two CPUs online"; exit 1; }
 
 write_config() { # POLICY
-        printf '[Daemon]\nPolicy=%s\nCgroupRoot=/%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\nStateFile=%s/state/originals\n' \
-                "$1" "$id" "$tmp" > "$conf"
+        # The metrics file too, rewritten every second as groups come and go: its own, in the scratch directory.
+        printf '[Daemon]\nPolicy=%s\nCgroupRoot=/%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\nStateFile=%s/state/originals\nMetricsFile=%s/metrics.prom\n' \
+                "$1" "$id" "$tmp" "$tmp" > "$conf"
 }
 
 rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$daemon_pid/status"; }
@@ -232,6 +234,7 @@ for g in steady churn idle; do
         fi
 done
 [[ -e $tmp/state/originals ]] && fail "the state file is still there after a clean stop"
+[[ -e $tmp/metrics.prom ]] && fail "the metrics file is still there after a clean stop"
 
 # Only the expected lines: start, reloads, placements and restores, the races of a group that
 # vanishes between a read and a write (said at info or as a drop), and late rounds on a machine busy

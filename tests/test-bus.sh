@@ -102,6 +102,7 @@ write_config() { # POLICY [extra lines]
                 echo "SampleIntervalMSec=100"
                 echo "TaskSampleIntervalMSec=200"
                 echo "StateFile=$state"
+                echo "MetricsFile="
                 shift
                 printf '%s\n' "$@"
         } > "$conf"

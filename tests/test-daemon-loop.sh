@@ -92,6 +92,7 @@ write_config() { # POLICY [extra lines]
                 echo "TaskSampleIntervalMSec=200"
                 echo "TaskTracking=no"
                 echo "StateFile=$state"
+                echo "MetricsFile="
                 shift
                 printf '%s\n' "$@"
         } > "$conf"

@@ -147,6 +147,7 @@ static void test_forged_entries_refused(_unused_ void **state) {
                 { "systemd", "../x.service", "AllowedCPUs" },       /* not a unit name */
                 { "systemd", "x", "AllowedCPUs" },
                 { "systemd", "x.service", "ExecStart" },            /* not a property peltd sets */
+                { "systemd", "x.timer", "AllowedCPUs" },            /* a unit type without a cgroup */
         };
         char text[8192] = "{\"version\": 1, \"entries\": [";
         size_t n = strlen(text);
@@ -157,14 +158,21 @@ static void test_forged_entries_refused(_unused_ void **state) {
                                        forged[i][0], forged[i][1], forged[i][2]);
         snprintf(text + n, sizeof text - n,
                  "{\"hierarchy\": \"cpuset\", \"group\": \"/.hidden/b\", \"file\": \"cpuset.cpus\", \"original\": \"0-1\", \"written\": \"0\"},"
-                 "{\"hierarchy\": \"systemd\", \"group\": \"web@1.service\", \"file\": \"CPUWeight\", \"original\": \"\", \"written\": \"200\"}]}");
+                 "{\"hierarchy\": \"systemd\", \"group\": \"web@1.service\", \"file\": \"CPUWeight\", \"original\": \"\", \"written\": \"200\"},"
+                 /* Every unit type with a cgroup is placed through systemd: mounts too (a 9p mount's helper). */
+                 "{\"hierarchy\": \"systemd\", \"group\": \"mnt-host.mount\", \"file\": \"AllowedCPUs\", \"original\": \"\", \"written\": \"0\"},"
+                 "{\"hierarchy\": \"systemd\", \"group\": \"dbus.socket\", \"file\": \"CPUWeight\", \"original\": \"\", \"written\": \"50\"},"
+                 "{\"hierarchy\": \"systemd\", \"group\": \"dev-vdb.swap\", \"file\": \"AllowedCPUs\", \"original\": \"\", \"written\": \"1\"}]}");
         write_state(text, 0600);
 
         assert_int_equal(originals_load(path, &o), 0);
-        /* Only the two valid entries are kept; every forged one is described for the log. */
-        assert_int_equal(o->n_entries, 2);
+        /* Only the valid entries are kept; every forged one is described for the log. */
+        assert_int_equal(o->n_entries, 5);
         assert_string_equal(o->entries[0].group, "/.hidden/b");
         assert_string_equal(o->entries[1].group, "web@1.service");
+        assert_string_equal(o->entries[2].group, "mnt-host.mount");
+        assert_string_equal(o->entries[3].group, "dbus.socket");
+        assert_string_equal(o->entries[4].group, "dev-vdb.swap");
         assert_int_equal(o->n_refused, ELEMENTSOF(forged));
         assert_non_null(strstr(o->refused[0], "/../../../../tmp/x"));
         assert_non_null(strstr(o->refused[7], "release_agent"));

@@ -46,7 +46,7 @@ cg_create "/$id/a" "$all_cpus"
 state=$tmp/state/originals
 mkdir -p "$tmp/state"
 conf=$tmp/peltd.conf
-printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' "$id" "$state" > "$conf"
+printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s\nMetricsFile=\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' "$id" "$state" > "$conf"
 
 # The victims a forged entry aims at: a file outside cgroupfs with a placed file's name, reached by
 # "..", and a cgroup file peltd never writes (release_agent of the cpuset hierarchy is root's knob).
@@ -154,7 +154,7 @@ cg_create "/$id/a/in" "$all_cpus"
 cg_create "/$id/b" "$all_cpus"
 daemon_conf() { # NAME ROOT: a config with its own state file
         mkdir -p "$tmp/$1"
-        printf '[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
+        printf '[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nMetricsFile=\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
                 "$2" "$tmp/$1" > "$tmp/$1.conf"
 }
 daemon_conf first "/$id/a"
@@ -185,8 +185,61 @@ fi
 kill -TERM "${pids[-1]}"
 wait "${pids[-1]}" || fail "the sibling daemon exited $? at SIGTERM: $(cat "$tmp/sibling.out")"
 unset 'pids[-1]'
+
+# A dry run locks nothing, so it runs beside the first; reloaded to go live it must lock the
+# subtree first: refused while the first runs (the dry run goes on), taken once it has stopped.
+# Reloaded to a dry run again, what it wrote goes back at once and the subtree is free again.
+dry_conf() { # yes|no
+        mkdir -p "$tmp/dry"
+        printf '[Daemon]\nPolicy=power\nDryRun=%s\nCgroupRoot=/%s/a\nStateFile=%s/dry/originals\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
+                "$1" "$id" "$tmp" > "$tmp/dry.conf"
+}
+dry_conf yes
+"$peltd" --config "$tmp/dry.conf" > "$tmp/dry.out" 2>&1 &
+pids+=($!)
+dry=${pids[-1]}
+wait_for 10 grep -q "peltd running" "$tmp/dry.out" || fail "a dry run beside the first daemon did not start: $(cat "$tmp/dry.out")"
+dry_conf no
+kill -HUP "$dry"
+if wait_for 10 grep -q "Reloading the configuration failed; keeping the old settings" "$tmp/dry.out" &&
+        grep -q "is locked by pid $first: another peltd manages" "$tmp/dry.out" &&
+        kill -0 "$dry" && [[ $(cat "$cpuset_root/$id/a/in/cpuset.cpus") == "$all_cpus" ]]; then
+        pass "a dry run reloaded to go live while another daemon holds the subtree: refused, the dry run goes on"
+else
+        fail "a dry run reloaded to go live beside another daemon: $(cat "$tmp/dry.out")"
+fi
 kill -TERM "$first"
 wait "$first" || fail "the first daemon exited $? at SIGTERM: $(cat "$tmp/first.out")"
+unset 'pids[-2]'
+kill -HUP "$dry"
+if wait_for 10 grep -q "Configuration reloaded" "$tmp/dry.out" &&
+        wait_for 10 bash -c "[[ \$(cat '$cpuset_root/$id/a/in/cpuset.cpus') =~ ^[0-9]+\$ ]]"; then
+        pass "once the first daemon stopped: the reload to go live locks the subtree and places (a/in on CPU $(cat "$cpuset_root/$id/a/in/cpuset.cpus"))"
+else
+        fail "the reload to go live after the first stopped: a/in on $(cat "$cpuset_root/$id/a/in/cpuset.cpus"): $(cat "$tmp/dry.out")"
+fi
+daemon_conf second "/$id/a"
+timeout 20 "$peltd" --config "$tmp/second.conf" > "$tmp/second.out" 2>&1
+(($? == 1)) && grep -q "is locked by pid $dry" "$tmp/second.out" && pass "... and holds the lock: a second daemon exits 1" ||
+        fail "a second daemon beside the daemon gone live: $(cat "$tmp/second.out")"
+dry_conf yes
+kill -HUP "$dry"
+if wait_for 10 grep -q "Restoring [0-9]* recorded original values (a dry run from now on)" "$tmp/dry.out" &&
+        wait_for 5 bash -c "[[ \$(cat '$cpuset_root/$id/a/in/cpuset.cpus') == '$all_cpus' ]]"; then
+        pass "reloaded to a dry run: what it wrote is back at once (a/in on $all_cpus)"
+else
+        fail "reloaded to a dry run: a/in on $(cat "$cpuset_root/$id/a/in/cpuset.cpus"): $(cat "$tmp/dry.out")"
+fi
+daemon_conf second "/$id/a"
+"$peltd" --config "$tmp/second.conf" > "$tmp/second.out" 2>&1 &
+pids+=($!)
+wait_for 10 grep -q "peltd running" "$tmp/second.out" && pass "... and the subtree is free: another daemon starts there" ||
+        fail "another daemon after the reload to a dry run: $(cat "$tmp/second.out")"
+kill -TERM "${pids[-1]}"
+wait "${pids[-1]}" || fail "that daemon exited $? at SIGTERM: $(cat "$tmp/second.out")"
+unset 'pids[-1]'
+kill -TERM "$dry"
+wait "$dry" || fail "the dry run exited $? at SIGTERM: $(cat "$tmp/dry.out")"
 unset 'pids[-1]'
 
 # CgroupRoot removed and made again while a daemon runs: a daemon started then may lock the new

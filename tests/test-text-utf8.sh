@@ -65,7 +65,7 @@ pids+=($!)
 cg_attach "/$id/$name" "${pids[0]}"
 wait_for 5 grep -qF "$comm" "/proc/${pids[0]}/comm" || fail "the helper could not set its name"
 
-printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s/state/originals\nDryRun=yes\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
+printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s/state/originals\nMetricsFile=\nDryRun=yes\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
         "$id" "$tmp" > "$conf"
 
 # peltd --once --json: parses, is UTF-8, and names the group and the thread with "\xNN".

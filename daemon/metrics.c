@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The metrics file: rendering (pure) and the atomic replacement of the file. The format is
+ * Prometheus' text exposition format 0.0.4: for each family a "# HELP name text" line, a
+ * "# TYPE name counter|gauge" line, then its samples, "name{label="value"} number", one per
+ * line, every sample of a family together. Label values escape \, " and newline; HELP text
+ * escapes \ and newline (the texts below hold neither).
+ */
+#include <fcntl.h>
+#include <math.h>
+#include <sys/stat.h>
+
+#include "peltd/macro.h"
+#include "peltd/metrics.h"
+#include "peltd/utf8.h"
+
+/* ---- A growing buffer ------------------------------------------------------------------------- */
+
+typedef struct Buf {
+        char *data;
+        size_t len, size;
+        bool oom;                    /* sticky: every later append is a no-op */
+} Buf;
+
+static bool buf_reserve(Buf *b, size_t more) {
+        char *p;
+        size_t size;
+
+        if (b->oom)
+                return false;
+        if (b->len + more + 1 <= b->size)
+                return true;
+        size = MAX(b->size * 2, b->len + more + 1);
+        size = MAX(size, (size_t) 4096);
+        p = realloc(b->data, size);
+        if (!p) {
+                b->oom = true;
+                return false;
+        }
+        b->data = p;
+        b->size = size;
+        return true;
+}
+
+static void buf_putn(Buf *b, const char *s, size_t n) {
+        if (!buf_reserve(b, n))
+                return;
+        memcpy(b->data + b->len, s, n);
+        b->len += n;
+        b->data[b->len] = 0;
+}
+
+static void buf_puts(Buf *b, const char *s) {
+        buf_putn(b, s, strlen(s));
+}
+
+static void buf_putc(Buf *b, char c) {
+        buf_putn(b, &c, 1);
+}
+
+/* ---- Values ----------------------------------------------------------------------------------- */
+
+/*
+ * Most of the file is integers: written by hand, as printf takes several times as long, and the
+ * file is rendered every second.
+ */
+static void put_u64(Buf *b, uint64_t v) {
+        char d[20];
+        size_t n = sizeof d;
+
+        do {
+                d[--n] = (char) ('0' + v % 10);
+                v /= 10;
+        } while (v > 0);
+        buf_putn(b, d + n, sizeof d - n);
+}
+
+/*
+ * whole.frac with frac < 10^digits (digits <= 19) written with `digits` digits, trailing zeros
+ * (and a bare point) dropped: exact, where a double would round ("0.2939453125", "12.000381", "3").
+ */
+static void put_fixed(Buf *b, uint64_t whole, uint64_t frac, unsigned digits) {
+        char f[20];
+        size_t n = digits;
+
+        put_u64(b, whole);
+        if (frac == 0)
+                return;
+        for (size_t i = digits; i > 0; i--) {
+                f[i - 1] = (char) ('0' + frac % 10);
+                frac /= 10;
+        }
+        while (n > 0 && f[n - 1] == '0')
+                n--;
+        buf_putc(b, '.');
+        buf_putn(b, f, n);
+}
+
+/* util-like values in 1/1024: k/1024 = k × 9765625 / 10^10, so ten decimal digits are exact. */
+static void put_per_1024(Buf *b, uint64_t v) {
+        put_fixed(b, v >> 10, (v & 1023) * UINT64_C(9765625), 10);
+}
+
+static void put_seconds(Buf *b, uint64_t ns) {
+        put_fixed(b, ns / UINT64_C(1000000000), ns % UINT64_C(1000000000), 9);
+}
+
+static void put_double(Buf *b, double v) {
+        char d[32];
+
+        if (isnan(v))
+                buf_puts(b, "NaN");
+        else if (isinf(v))
+                buf_puts(b, v > 0 ? "+Inf" : "-Inf");
+        else {
+                /* 15 significant digits: what came from a shorter decimal reads back as it was. */
+                (void) snprintf(d, sizeof d, "%.15g", v);
+                buf_puts(b, d);
+        }
+}
+
+/* A label value: not-UTF-8 bytes as \xNN, then \ " and newline escaped as the format wants. */
+static void put_label_value(Buf *b, const char *value) {
+        _cleanup_free_ char *alloc = NULL;
+        const char *s = utf8_escape(value, &alloc);
+
+        if (!s) {
+                b->oom = true;
+                return;
+        }
+        for (const char *p = s; *p;) {
+                size_t plain = strcspn(p, "\\\"\n");
+
+                buf_putn(b, p, plain);
+                p += plain;
+                if (!*p)
+                        break;
+                buf_puts(b, *p == '\\' ? "\\\\" : *p == '"' ? "\\\"" : "\\n");
+                p++;
+        }
+}
+
+/* ---- Families --------------------------------------------------------------------------------- */
+
+static void family(Buf *b, const char *name, const char *type, const char *help) {
+        buf_puts(b, "# HELP ");
+        buf_puts(b, name);
+        buf_putc(b, ' ');
+        buf_puts(b, help);
+        buf_puts(b, "\n# TYPE ");
+        buf_puts(b, name);
+        buf_putc(b, ' ');
+        buf_puts(b, type);
+        buf_putc(b, '\n');
+}
+
+/* One sample's start: "name{label="value"} " (no label when label is NULL). */
+static void sample(Buf *b, const char *name, const char *label, const char *value) {
+        buf_puts(b, name);
+        if (label) {
+                buf_putc(b, '{');
+                buf_puts(b, label);
+                buf_puts(b, "=\"");
+                put_label_value(b, value);
+                buf_puts(b, "\"}");
+        }
+        buf_putc(b, ' ');
+}
+
+static void u64_family(Buf *b, const char *name, const char *type, const char *help, uint64_t v) {
+        family(b, name, type, help);
+        sample(b, name, NULL, NULL);
+        put_u64(b, v);
+        buf_putc(b, '\n');
+}
+
+static void double_family(Buf *b, const char *name, const char *help, double v) {
+        family(b, name, "gauge", help);
+        sample(b, name, NULL, NULL);
+        put_double(b, v);
+        buf_putc(b, '\n');
+}
+
+/* What a per-group family writes of a group. */
+typedef enum GroupValue {
+        GV_UTIL,
+        GV_RUNNABLE,
+        GV_LOAD,
+        GV_CPUS,
+        GV_SHARES,
+        GV_PLACEMENT_CHANGES,
+        GV_THROTTLED,
+} GroupValue;
+
+static const struct {
+        const char *name;
+        const char *type;
+        const char *help;
+} group_families[] = {
+        [GV_UTIL] = { "peltd_group_util_cpus", "gauge",
+                      "CPU the group's threads use: PELT util_avg of its usage, in CPUs (util/1024)." },
+        [GV_RUNNABLE] = { "peltd_group_runnable_cpus", "gauge",
+                          "CPU the group's threads want: PELT runnable_avg (running or waiting), in CPUs." },
+        [GV_LOAD] = { "peltd_group_load", "gauge",
+                      "The group's shares-weighted demand: shares x min(runnable/1024, 1), in weight units." },
+        [GV_CPUS] = { "peltd_group_cpus", "gauge", "Number of CPUs the group may use now (its cpuset)." },
+        [GV_SHARES] = { "peltd_group_shares", "gauge", "The group's cpu.shares (cgroup v2: cpu.weight converted)." },
+        [GV_PLACEMENT_CHANGES] = { "peltd_group_placement_changes_total", "counter",
+                                   "Placement changes (CPUs or shares) peltd applied to the group since it found it." },
+        [GV_THROTTLED] = { "peltd_group_throttled_seconds_total", "counter",
+                           "Growth of the group's throttled time counter since peltd found it, as the kernel counts it." },
+};
+
+static bool group_has(const MetricsGroup *g, GroupValue v) {
+        return v != GV_CPUS || g->cpus >= 0;
+}
+
+static void put_group_value(Buf *b, const MetricsGroup *g, GroupValue v) {
+        switch (v) {
+        case GV_UTIL:
+                put_per_1024(b, g->util);
+                break;
+        case GV_RUNNABLE:
+                put_per_1024(b, g->runnable);
+                break;
+        case GV_LOAD:
+                put_u64(b, g->load);
+                break;
+        case GV_CPUS:
+                put_u64(b, (uint64_t) g->cpus); /* >= 0: group_has() */
+                break;
+        case GV_SHARES:
+                put_u64(b, g->shares);
+                break;
+        case GV_PLACEMENT_CHANGES:
+                put_u64(b, g->placement_changes);
+                break;
+        case GV_THROTTLED:
+                put_seconds(b, g->throttled_ns);
+                break;
+        }
+}
+
+static void group_family(Buf *b, const MetricsSnapshot *s, GroupValue v) {
+        bool any = false;
+
+        for (size_t i = 0; i < s->n_groups; i++) {
+                const MetricsGroup *g = &s->groups[i];
+
+                if (!group_has(g, v))
+                        continue;
+                if (!any)
+                        family(b, group_families[v].name, group_families[v].type, group_families[v].help);
+                any = true;
+                sample(b, group_families[v].name, "group", g->path);
+                put_group_value(b, g, v);
+                buf_putc(b, '\n');
+        }
+}
+
+int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size) {
+        Buf b = {};
+
+        family(&b, "peltd_build_info", "gauge", "peltd's version, as the label version (always 1).");
+        sample(&b, "peltd_build_info", "version", s->version);
+        buf_puts(&b, "1\n");
+        family(&b, "peltd_policy_info", "gauge", "The daemon's placement policy, as the label policy (always 1).");
+        sample(&b, "peltd_policy_info", "policy", s->policy);
+        buf_puts(&b, "1\n");
+
+        family(&b, "peltd_rounds_total", "counter",
+               "Sampling rounds run: kind=\"task\" read every thread and group, kind=\"group\" the groups only.");
+        sample(&b, "peltd_rounds_total", "kind", "group");
+        put_u64(&b, s->group_rounds);
+        buf_putc(&b, '\n');
+        sample(&b, "peltd_rounds_total", "kind", "task");
+        put_u64(&b, s->task_rounds);
+        buf_putc(&b, '\n');
+
+        u64_family(&b, "peltd_threads_tracked", "gauge", "Threads whose load peltd tracks (0 while it tracks none).",
+                   s->threads_tracked);
+        u64_family(&b, "peltd_groups_managed", "gauge", "Cgroups peltd manages.", s->groups_managed);
+
+        family(&b, "peltd_sampling_cpu_seconds_total", "counter", "CPU time peltd itself spent sampling threads and groups.");
+        sample(&b, "peltd_sampling_cpu_seconds_total", NULL, NULL);
+        put_seconds(&b, s->sampling_cpu_ns);
+        buf_putc(&b, '\n');
+        family(&b, "peltd_metrics_cpu_seconds_total", "counter",
+               "CPU time peltd itself spent on this file (taking its figures, rendering, writing), up to its last write.");
+        sample(&b, "peltd_metrics_cpu_seconds_total", NULL, NULL);
+        put_seconds(&b, s->metrics_cpu_ns);
+        buf_putc(&b, '\n');
+
+        double_family(&b, "peltd_energy_estimate",
+                      "Energy estimate of the managed groups' load on the CPUs each may use now, in the energy model's units.",
+                      s->energy_estimate);
+        double_family(&b, "peltd_energy_estimate_spread",
+                      "Energy estimate of the same load with every group on every online CPU, in the same units.",
+                      s->energy_estimate_spread);
+
+        for (GroupValue v = GV_UTIL; v <= GV_THROTTLED; v++)
+                group_family(&b, s, v);
+
+        if (b.oom || !buf_reserve(&b, 0)) {
+                free(b.data);
+                return -ENOMEM;
+        }
+        *ret = b.data;
+        *ret_size = b.len;
+        return 0;
+}
+
+/* ---- The file --------------------------------------------------------------------------------- */
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+int metrics_write_file(const char *path, const char *text, size_t size) {
+        _cleanup_free_ char *tmp = NULL;
+        int fd, r;
+
+        /* "NAME.tmp": node_exporter reads only names ending in ".prom". */
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        /*
+         * O_EXCL|O_NOFOLLOW: a new file, never one someone put there, nor where a link points. One
+         * left by a crash (or planted: unlink removes a link, not its target) is removed, and the
+         * open tried once more.
+         */
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        if (fd < 0 && errno == EEXIST) {
+                if (unlink(tmp) < 0 && errno != ENOENT)
+                        return negative_errno();
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
+        }
+        if (fd < 0)
+                return negative_errno();
+        /* The unit's UMask=0077 took the read bits away: node_exporter runs as another user. */
+        r = fchmod(fd, 0644) < 0 ? negative_errno() : 0;
+        if (r == 0)
+                r = write_all(fd, text, size);
+        /*
+         * No fsync: the file describes the running daemon and is written again within a second;
+         * it lives in /run by default, which no crash of the machine keeps anyway.
+         */
+        if (close(fd) < 0 && r == 0)
+                r = negative_errno();
+        if (r == 0 && rename(tmp, path) < 0)
+                r = negative_errno();
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
+}
