@@ -118,6 +118,10 @@ static void spawn_sleepers(const char *group, unsigned n) {
         if (pid == 0) {
                 pthread_attr_t a;
 
+                /* Not this process's cleanup: a signal to the process group just ends a sleeper. */
+                signal(SIGINT, SIG_DFL);
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGHUP, SIG_DFL);
                 prctl(PR_SET_PDEATHSIG, SIGKILL);
                 bench_cgroup_attach(group, getpid());
                 pthread_attr_init(&a);
@@ -813,6 +817,8 @@ int main(int argc, char *argv[]) {
         atexit(cleanup);
         signal(SIGINT, exit);
         signal(SIGTERM, exit);
+        signal(SIGHUP, exit);
+        signal(SIGPIPE, SIG_IGN); /* a reader gone: the output is lost, the subtree still removed */
         write_conf();
         read_or_die(v2 ? BENCH_CG_V2 "/cpuset.cpus.effective" : BENCH_CG_V1 "/cpuset/cpuset.cpus", all_cpus, sizeof all_cpus);
         if (!strchr(all_cpus, '-') && !strchr(all_cpus, ','))
