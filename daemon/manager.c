@@ -199,7 +199,7 @@ struct Planning {
          */
         bool at_rest;
         const ManagedGroup *groups;
-        size_t n;
+        size_t n;                    /* every one of these groups planned; 0: not all of them were */
         Policy policy;
         const EnergyModel *energy_model;
         const Config *config;
@@ -356,7 +356,7 @@ static int plan(Manager *m, size_t k, size_t n) {
                              policy_history_at_rest(&hist[i], &a->pg[i]);
         SWAP(a->keys, a->keys_prev);
         a->groups = m->groups;
-        a->n = n;
+        a->n = k == n ? n : 0; /* keys and res line up with the groups only when every group was planned */
         a->policy = m->policy;
         a->energy_model = m->energy_model;
         a->config = m->config;
