@@ -660,6 +660,8 @@ int manager_reload(Manager *m, char **ret_message) {
                 /* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
                 (void) manager_restore_all(m, "a dry run from now on");
                 m->subtree_lock = subtree_lock_free(m->subtree_lock);
+                for (size_t i = 0; i < m->n_groups; i++)
+                        m->groups[i].info_valid = false; /* their cpusets are the originals again: read them */
         }
 
         old = m->config;
