@@ -93,25 +93,37 @@ struct BpfSampler {
 };
 
 /*
- * libbpf's messages go to the debug log. The last line of a failed load's verifier log (what the
- * verifier did not like) is kept for the reason a caller is given.
+ * libbpf's messages go to the debug log. What a failed load said is kept for the reason a caller
+ * is given: the last line of the verifier's log (what it did not like), else libbpf's first warning.
  */
-static char last_complaint[256];
+static char first_warning[256], verifier_says[256];
 
-static void note_complaint(const char *msg) {
-        const char *line = msg;
+static void keep_line(char *dst, size_t size, const char *line, size_t len) {
+        const char *p = startswith(line, "libbpf: ");
 
-        /* A load log comes as one message: its last line before "-- END" says what was wrong. */
-        while (*line) {
+        if (p) {
+                len -= (size_t) (p - line);
+                line = p;
+        }
+        len = MIN(len, size - 1);
+        memcpy(dst, line, len);
+        dst[len] = 0;
+}
+
+static void note_warning(const char *msg) {
+        bool load_log = strstr(msg, "BEGIN PROG LOAD LOG");
+
+        for (const char *line = msg; *line;) {
                 const char *eol = strchrnul(line, '\n');
                 size_t len = (size_t) (eol - line);
 
-                if (len > 0 && !startswith(line, "-- ") && !startswith(line, "processed ") && !startswith(line, "verification time") &&
-                    !startswith(line, "stack depth") && !strstr(line, "END PROG LOAD LOG")) {
-                        len = MIN(len, sizeof last_complaint - 1);
-                        memcpy(last_complaint, line, len);
-                        last_complaint[len] = 0;
-                }
+                if (len == 0 || strstr(line, "PROG LOAD LOG --") || startswith(line, "processed ") ||
+                    startswith(line, "verification time") || startswith(line, "stack depth"))
+                        ;
+                else if (load_log)
+                        keep_line(verifier_says, sizeof verifier_says, line, len);
+                else if (!first_warning[0])
+                        keep_line(first_warning, sizeof first_warning, line, len);
                 line = *eol ? eol + 1 : eol;
         }
 }
@@ -123,10 +135,14 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
         if (n <= 0)
                 return n;
         if (level == LIBBPF_WARN)
-                note_complaint(msg);
-        strstrip_trailing(msg);
-        log_debug("libbpf: %s", msg);
+                note_warning(msg);
+        log_debug("%s", strstrip_trailing(msg));
         return n;
+}
+
+/* libbpf's own error codes (4000 and up) are no errno: as errno, what they mean is "invalid". */
+static int errno_of(int r) {
+        return r <= -__LIBBPF_ERRNO__START ? -EINVAL : r;
 }
 
 BpfSampler *bpf_sampler_free(BpfSampler *b) {
@@ -211,17 +227,22 @@ int bpf_sampler_read(BpfSampler *b, const ProcThreadSample **ret, size_t *ret_n)
 
 /* Why a load failed, as a phrase. */
 static int load_failed(char **ret_reason, int r) {
+        char what[128];
+
         if (r == -EPERM)
                 return fail(ret_reason, r, "not permitted to load BPF programs (CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, are needed)");
-        if (last_complaint[0])
-                return fail(ret_reason, r, "the kernel refused the program (%m): %s", last_complaint);
-        return fail(ret_reason, r, "the kernel refused the program: %m");
+        if (verifier_says[0])
+                return fail(ret_reason, errno_of(r), "the verifier refused the program: %s", verifier_says);
+        (void) libbpf_strerror(r, what, sizeof what);
+        if (first_warning[0])
+                return fail(ret_reason, errno_of(r), "the program did not load: %s (%s)", first_warning, what);
+        return fail(ret_reason, errno_of(r), "the program did not load: %s", what);
 }
 
 int bpf_sampler_new(const RootDir *sysroot, CgroupMode mode, BpfSampler **ret, char **ret_reason) {
         _cleanup_(bpf_sampler_freep) BpfSampler *b = NULL;
         _cleanup_close_ int btf_fd = -1;
-        char btf_path[64];
+        _cleanup_free_ char *btf_path = NULL;
         const ProcThreadSample *v;
         size_t n;
         int r;
@@ -230,19 +251,23 @@ int bpf_sampler_new(const RootDir *sysroot, CgroupMode mode, BpfSampler **ret, c
         if (ret_reason)
                 *ret_reason = NULL;
 
-        /* CO-RE: the program's fields are found in the running kernel's BTF, read through the root layer. */
+        /*
+         * CO-RE: the program's fields are found in the running kernel's BTF, the one under the root
+         * (tests point it at a tree without one). libbpf reads it by name: named as under the root.
+         */
         btf_fd = sysroot ? rootdir_open_file(sysroot, "sys/kernel/btf/vmlinux", O_RDONLY) : -ENOENT;
         if (btf_fd < 0)
                 return fail(ret_reason, btf_fd, "the kernel's BTF is not there (%s/sys/kernel/btf/vmlinux: %m)",
                             sysroot && !streq(sysroot->path, "/") ? sysroot->path : "");
-        snprintf(btf_path, sizeof btf_path, "/proc/self/fd/%d", btf_fd);
+        if (asprintf(&btf_path, "%s/sys/kernel/btf/vmlinux", streq(sysroot->path, "/") ? "" : sysroot->path) < 0)
+                return fail(ret_reason, -ENOMEM, "out of memory");
 
         b = new0(BpfSampler, 1);
         if (!b)
                 return fail(ret_reason, -ENOMEM, "out of memory");
 
         (void) libbpf_set_print(libbpf_print);
-        last_complaint[0] = 0;
+        first_warning[0] = verifier_says[0] = 0;
         b->skel = task_iter__open_opts(&(struct bpf_object_open_opts){ .sz = sizeof(struct bpf_object_open_opts),
                                                                         .btf_custom_path = btf_path });
         if (!b->skel)
