@@ -18,9 +18,10 @@ cache=${PELTD_VM_CACHE:-/var/cache/peltd-vm}
 suite=bookworm
 
 # What the guest needs beyond minbase: systemd and the bus, the libraries peltd, duty-cycle and
-# the real-kernel tests link (libsystemd0 comes with systemd), kmod for the 9p modules. No udev:
-# nothing here waits for a device, and its coldplug costs seconds of every boot under emulation.
-packages=systemd,systemd-sysv,dbus,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0
+# the real-kernel tests link (libsystemd0 comes with systemd; libbpf1 for the BPF sampler), jq for
+# the checks that read peltd's JSON, kmod for the 9p modules. No udev: nothing here waits for a
+# device, and its coldplug costs seconds of every boot under emulation.
+packages=systemd,systemd-sysv,dbus,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0,libbpf1,jq
 
 die() {
         echo "vm/image: $*" >&2
