@@ -268,8 +268,13 @@ int bpf_sampler_new(const RootDir *sysroot, CgroupMode mode, BpfSampler **ret, c
 
         (void) libbpf_set_print(libbpf_print);
         first_warning[0] = verifier_says[0] = 0;
+        /*
+         * Under "/" that is where libbpf looks anyway: it then parses the kernel's BTF once, for the
+         * relocations and the iterator's attach point both (a custom path is parsed a second time,
+         * and the BTF is several MiB).
+         */
         b->skel = task_iter__open_opts(&(struct bpf_object_open_opts){ .sz = sizeof(struct bpf_object_open_opts),
-                                                                        .btf_custom_path = btf_path });
+                                                                        .btf_custom_path = streq(sysroot->path, "/") ? NULL : btf_path });
         if (!b->skel)
                 return fail(ret_reason, negative_errno(), "the BPF program could not be opened: %m");
         b->skel->rodata->cgroup_v1 = mode == CGROUP_MODE_V1;
