@@ -8,6 +8,7 @@ PELTD_PACKAGES=(
         dbus-daemon systemd util-linux procps jq valgrind
         qemu-system-x86 debootstrap e2fsprogs cpio xz-utils
         clang libclang-rt-14-dev
+        libbpf-dev bpftool
 )
 
 die() {
