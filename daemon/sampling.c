@@ -580,7 +580,7 @@ static void members_from_ids(Sampling *s) {
 static int task_round_bpf(Sampling *s) {
         const ProcThreadSample *v;
         size_t n;
-        int r;
+        int r, k;
 
         r = bpf_sampler_read(s->bpf, &v, &n);
         if (r < 0)
@@ -591,19 +591,18 @@ static int task_round_bpf(Sampling *s) {
         s->n_ids = 0;
         s->ids_failed = false;
         r = cgroup_sampler_walk_ids(s->groups, id_cb, s);
-        if (r < 0)
-                return r;
+        if (r >= 0)
+                r = groups_found(s);
         if (s->ids_failed)
                 log_debug("Out of memory for the cgroups' ids: threads stay in their groups this round.");
-        r = groups_found(s);
-        if (r < 0)
-                return r;
-        r = thread_slots(s);
-        if (r < 0)
-                return r;
-        members_from_ids(s);
+        /* The threads are read: those that exited leave now, whatever became of the walk. */
+        k = thread_slots(s);
+        if (k < 0)
+                return k;
+        if (r >= 0)
+                members_from_ids(s);
         threads_update(s);
-        return 0;
+        return r;
 }
 
 /* The steal shares over the last STEAL_WINDOW_NS (or as far back as the ring goes). */
