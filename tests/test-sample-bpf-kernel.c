@@ -959,7 +959,7 @@ static void assert_contains(const char *text, const char *needle) {
 }
 
 static void test_fallbacks(_unused_ void **state) {
-        char body[256], *conf_auto, *conf_bpf, *err;
+        char body[512], *conf_auto, *conf_bpf, *conf_daemon, *err, state_dir[] = "/tmp/peltd-test-bpf-state-XXXXXX";
         static const struct {
                 Hobble h;
                 const char *why;
@@ -973,6 +973,11 @@ static void test_fallbacks(_unused_ void **state) {
         conf_auto = write_conf(body);
         snprintf(body, sizeof body, "[Daemon]\nCgroupRoot=%s\nSamplingBackend=bpf\n", top);
         conf_bpf = write_conf(body);
+        /* The daemon itself, writing nothing, its state in a scratch directory. */
+        assert_non_null(test_mkdtemp(state_dir));
+        snprintf(body, sizeof body, "[Daemon]\nCgroupRoot=%s\nSamplingBackend=bpf\nDryRun=yes\nMetricsFile=\nStateFile=%s/originals\n", top,
+                 state_dir);
+        conf_daemon = write_conf(body);
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char expect[512];
@@ -991,6 +996,12 @@ static void test_fallbacks(_unused_ void **state) {
                 status = run_hobbled(cases[i].h, (char *[]){ PELTD_BINARY, "--config", conf_bpf, "--once", "0.3", "--json", NULL }, &err);
                 assert_int_equal(status, 1);
                 snprintf(expect, sizeof expect, "SamplingBackend=bpf, but the BPF task iterator does not load: %s.", cases[i].why);
+                assert_contains(err, expect);
+                free(err);
+
+                /* The daemon with SamplingBackend=bpf: exit 1 at start, the reason said. */
+                status = run_hobbled(cases[i].h, (char *[]){ PELTD_BINARY, "--config", conf_daemon, NULL }, &err);
+                assert_int_equal(status, 1);
                 assert_contains(err, expect);
                 free(err);
 
@@ -1026,8 +1037,10 @@ static void test_fallbacks(_unused_ void **state) {
         }
         unlink(conf_auto);
         unlink(conf_bpf);
+        unlink(conf_daemon);
         free(conf_auto);
         free(conf_bpf);
+        free(conf_daemon);
 }
 
 int main(void) {
