@@ -128,6 +128,7 @@ static void note_warning(const char *msg) {
         }
 }
 
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) _printf_(2, 0);
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap) {
         char msg[4096];
         int n = vsnprintf(msg, sizeof msg, fmt, ap);

@@ -237,6 +237,7 @@ done
 # vanishes between a read and a write (said at info or as a drop).
 unexpected=$(grep -v -E \
         -e '^peltd running: ' \
+        -e '^Sampling threads (with the BPF task iterator|from /proc)' \
         -e '^Owning org\.peltd1 on the system bus\.$' \
         -e '^Configuration reloaded: ' \
         -e '^Received SIGTERM' \
