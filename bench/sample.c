@@ -17,7 +17,7 @@
  *      process at the same rates, is printed too.
  *   3. Scale: 20,000 threads in 2,000 cgroups (2,000 processes of 10 threads, one per group, in a
  *      private subtree): `peltd --once 3 --interval 100 --json` with CgroupRoot on the subtree must
- *      succeed and report them all; its cost is printed.
+ *      succeed and report them all, with each sampling backend; its cost is printed.
  *   4. The metrics file at 100 groups (each a process of 5 sleeping threads, two of them with a
  *      busy thread too): the daemon at the default rates (dry run) for 20 s after its start-up,
  *      the CPU time it counts for its metrics file (peltd_metrics_cpu_seconds_total: taking the
@@ -27,6 +27,12 @@
  *      as the default /run/peltd is; the same on a disk is printed. (Two daemons side by side,
  *      one with the file and one without, differ by up to 17% of their CPU time with the file
  *      off in both: too coarse for a 2% target.)
+ *
+ * Each peltd run names its backend (--backend, SamplingBackend=): 1 and 2 run with /proc and, in a
+ * build with it, with the BPF task iterator, whose own read of every thread is measured in this
+ * process against the floor too (1b; target: at most half the floor), and the ratios bpf / proc
+ * printed. The targets of 1 and 2 hold for both backends; peak RSS is a target for /proc only (the
+ * BPF sampler's load parses the kernel's BTF, several MiB, and frees it: printed, with the steady RSS).
  *
  * Exit 1 when a target is missed, 2 on setup errors.
  * Usage: sample PELTD [--no-scale] [--only-metrics]
@@ -42,6 +48,7 @@
 #include "peltd/config.h"
 #include "peltd/log.h"
 #include "peltd/metrics.h"
+#include "peltd/sample-bpf.h"
 #include "peltd/sampling.h"
 
 #define SLEEPERS 2000
@@ -256,8 +263,9 @@ typedef struct Run {
         size_t tasks, groups;
 } Run;
 
-static Run run_peltd(const char *peltd, const char *conf, const char *seconds) {
-        char *argv[] = { (char *) peltd, "--config", (char *) conf, "--once", (char *) seconds, "--interval", "100", "--json", NULL };
+static Run run_peltd(const char *peltd, const char *conf, const char *seconds, const char *backend) {
+        char *argv[] = { (char *) peltd, "--config", (char *) conf, "--once", (char *) seconds, "--interval", "100",
+                         "--backend", (char *) backend, "--json", NULL };
         struct rusage ru;
         char *out;
         json_object *root, *v;
@@ -323,7 +331,18 @@ static char *write_conf(const char *cgroup_root) {
 
 /* ---- 2: the defaults, in process ------------------------------------------------------------- */
 
-static void defaults(double *ret_peltd_share, double *ret_floor_share, double *ret_mandated_share, unsigned seconds) {
+/* The BPF sampler, loaded (its load logged), or NULL for /proc. */
+static BpfSampler *bpf_sampler(const CgroupFs *fs, bool bpf) {
+        _cleanup_rootdir_ RootDir *root = NULL;
+        BpfSampler *b = NULL;
+
+        if (bpf && (rootdir_open("/", &root) < 0 ||
+                    sampling_open_backend(root, fs->mode, SAMPLING_BACKEND_BPF, "SamplingBackend=", &b) < 0))
+                bench_die("the BPF sampler does not load");
+        return b;
+}
+
+static void defaults(bool bpf, double *ret_peltd_share, double *ret_floor_share, double *ret_mandated_share, unsigned seconds) {
         _cleanup_config_ Config *config = NULL;
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         _cleanup_rootdir_ RootDir *proc = NULL;
@@ -337,7 +356,9 @@ static void defaults(double *ret_peltd_share, double *ret_floor_share, double *r
         group_ns = config->sample_interval_usec * 1000;
         task_every = config->task_sample_interval_usec / config->sample_interval_usec;
         if (sampling_new(proc, fs, config,
-                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity, .n_capacity = 2 }, &s) < 0)
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity,
+                                             .n_capacity = 2, .bpf = bpf_sampler(fs, bpf) },
+                         &s) < 0)
                 bench_die("sampling_new");
 
         /*
@@ -430,12 +451,29 @@ static uint64_t process_run_ns(pid_t pid) {
         return sum;
 }
 
+/* A process's resident set now (VmRSS), in KiB. */
+static long process_rss_kib(pid_t pid) {
+        char path[64], line[256];
+        long kib = -1;
+        FILE *f;
+
+        snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                bench_die("peltd (%d) is gone", (int) pid);
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+                        break;
+        fclose(f);
+        return kib;
+}
+
 /*
  * 2'. The daemon itself at the default rates (dry run, managing the private subtree), its CPU time
  * over `seconds` against the floor's and the mandated reads' at the same rates, in the same seconds.
  */
-static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *ret_floor_share, double *ret_mandated_share,
-                            unsigned seconds) {
+static void defaults_daemon(const char *peltd, const char *backend, double *ret_peltd_share, double *ret_floor_share,
+                            double *ret_mandated_share, long *ret_rss_kib, unsigned seconds) {
         char conf[] = "/tmp/peltd-bench-daemon-XXXXXX", state[128];
         uint64_t start, run0, flr = 0, mandated = 0;
         Floor f;
@@ -449,7 +487,8 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
         snprintf(state, sizeof state, "%s.state", conf);
         cf = fdopen(fd, "w");
         /* Defaults but for where it looks and that it writes nothing: every interval and rate is the default. */
-        fprintf(cf, "[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nMetricsFile=\nDryRun=yes\nTaskTracking=yes\n", top, state);
+        fprintf(cf, "[Daemon]\nCgroupRoot=%s\nStateFile=%s/originals\nDryRun=yes\nTaskTracking=yes\nMetricsFile=\nSamplingBackend=%s\n", top,
+                state, backend);
         fclose(cf);
         if (mkdir(state, 0700) < 0)
                 bench_die("mkdir %s: %s", state, strerror(errno));
@@ -473,6 +512,7 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
         *ret_peltd_share = (double) (process_run_ns(pid) - run0) / (double) (bench_now_ns() - start);
         *ret_floor_share = (double) flr / ((double) seconds * 1e9);
         *ret_mandated_share = (double) mandated / ((double) seconds * 1e9);
+        *ret_rss_kib = process_rss_kib(pid);
         floor_close(&f);
 
         kill(pid, SIGTERM);
@@ -496,9 +536,10 @@ static void defaults_daemon(const char *peltd, double *ret_peltd_share, double *
  * each of peltd's 100 ms and the mandated reads two thirds in: the machine's other work weighs on
  * all three alike. Per thread and round, in ns.
  */
-static void once_steady(const char *peltd, const char *conf, size_t threads, double *ret_floor_ns, double *ret_mandated_ns,
-                        double *ret_peltd_ns, Run *ret_run) {
-        char *pargv[] = { (char *) peltd, "--config", (char *) conf, "--once", "6", "--interval", "100", "--json", NULL };
+static void once_steady(const char *peltd, const char *conf, const char *backend, size_t threads, double *ret_floor_ns,
+                        double *ret_mandated_ns, double *ret_peltd_ns, Run *ret_run) {
+        char *pargv[] = { (char *) peltd, "--config", (char *) conf, "--once", "6", "--interval", "100",
+                          "--backend", (char *) backend, "--json", NULL };
         uint64_t start, run0, run1, flr = 0, mandated = 0;
         struct rusage ru;
         int status;
@@ -524,6 +565,44 @@ static void once_steady(const char *peltd, const char *conf, size_t threads, dou
         *ret_mandated_ns = (double) mandated / (40.0 * (double) f.n);
         *ret_peltd_ns = (double) (run1 - run0) / (40.0 * (double) threads);
         *ret_run = (Run){ .cpu_s = bench_tv_sec(ru.ru_utime) + bench_tv_sec(ru.ru_stime), .maxrss_kib = ru.ru_maxrss, .rounds = 60 };
+        floor_close(&f);
+}
+
+/*
+ * 1b. The BPF sampler's read of every thread, in this process, against the floor in the same
+ * seconds: 40 rounds 100 ms apart, the floor a third of the way into each. Per thread read, in ns;
+ * *ret_threads: how many one read gave.
+ */
+static void bpf_read_steady(double *ret_floor_ns, double *ret_bpf_ns, size_t *ret_threads) {
+        _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+        _cleanup_(bpf_sampler_freep) BpfSampler *b = NULL;
+        const ProcThreadSample *v;
+        uint64_t start, cpu0, flr = 0, bpf = 0;
+        size_t n = 0, reads = 0;
+        Floor f;
+
+        if (cgroup_fs_open_system(&fs) < 0)
+                bench_die("setting up libpeltd");
+        b = bpf_sampler(fs, true);
+        floor_open(&f);
+        start = bench_now_ns();
+        for (uint64_t i = 0; i < 40; i++) {
+                uint64_t at = start + (i + 1) * 100 * 1000 * 1000;
+
+                bench_sleep_until_ns(at);
+                cpu0 = bench_thread_cpu_ns();
+                if (bpf_sampler_read(b, &v, &n) < 0)
+                        bench_die("reading the BPF task iterator");
+                bpf += bench_thread_cpu_ns() - cpu0;
+                reads += n;
+                bench_sleep_until_ns(at + 33 * 1000 * 1000);
+                cpu0 = bench_thread_cpu_ns();
+                floor_round(&f);
+                flr += bench_thread_cpu_ns() - cpu0;
+        }
+        *ret_floor_ns = (double) flr / (40.0 * (double) f.n);
+        *ret_bpf_ns = (double) bpf / (double) reads;
+        *ret_threads = reads / 40;
         floor_close(&f);
 }
 
@@ -730,12 +809,40 @@ static bool print_defaults(const char *what, const char *peltd_label, double pel
         return peltd_share > 1.5 * floor_share || peltd_share > 0.01;
 }
 
+/* The backends to run: /proc, and the BPF task iterator where this build has it. */
+static const char *const backends[] = { "proc", "bpf" };
+#define N_BACKENDS (bpf_sampler_built() ? 2 : 1)
+
+/* 1. Per thread-sample and peak RSS, with one backend; returns whether a target was missed. */
+static bool per_thread(const char *peltd, const char *conf, const char *backend, size_t threads, double *ret_peltd_ns) {
+        double floor_ns, mandated_ns, peltd_ns, whole_ns;
+        bool proc = streq(backend, "proc");
+        Run r2, r6;
+
+        once_steady(peltd, conf, backend, threads, &floor_ns, &mandated_ns, &peltd_ns, &r6);
+        r2 = run_peltd(peltd, conf, "2", backend);
+        whole_ns = r6.cpu_s * 1e9 / ((double) threads * (double) (r6.rounds + 1));
+
+        printf("--backend %-4s        floor (pread kept fds)   %7.0f ns   (every 100 ms, in the same seconds as peltd)\n", backend,
+               floor_ns);
+        printf("                      every thread read        %7.0f ns   %.2fx floor (schedstat, a tenth of stat, every tasks file)\n",
+               mandated_ns, mandated_ns / floor_ns);
+        printf("                      peltd, steady state      %7.0f ns   %.2fx floor (target <= 1.5x), %.2fx the every-thread reads\n",
+               peltd_ns, peltd_ns / floor_ns, peltd_ns / mandated_ns);
+        printf("                      peltd, whole 6 s run     %7.0f ns   %.2fx floor (start-up and JSON output included)\n", whole_ns,
+               whole_ns / floor_ns);
+        printf("peak RSS              peltd --once 2           %7.1f MiB  %s; --once 6: %.1f MiB\n", (double) r2.maxrss_kib / 1024,
+               proc ? "(target <= 16 MiB)" : "(no target: the kernel's BTF parsed at load)", (double) r6.maxrss_kib / 1024);
+        *ret_peltd_ns = peltd_ns;
+        return peltd_ns > 1.5 * floor_ns || (proc && (r2.maxrss_kib > 16 * 1024 || r6.maxrss_kib > 16 * 1024));
+}
+
 int main(int argc, char *argv[]) {
         bool scale = true, only_metrics = false;
         char group[128], *conf;
         size_t threads;
-        double floor_ns, mandated_ns, peltd_ns, whole_ns, peltd_share, floor_share, mandated_share;
-        Run r2, r6;
+        double floor_ns, mandated_ns, peltd_ns[2] = {}, peltd_share, floor_share, mandated_share, daemon_share[2] = {};
+        Run r6;
         int failed = 0;
         struct rlimit rl = { 1 << 20, 1 << 20 };
 
@@ -768,34 +875,52 @@ int main(int argc, char *argv[]) {
         bench_cgroup_create(group);
         spawn_sleepers(group, SLEEPERS);
         threads = count_threads();
-
         conf = write_conf(top);
-        once_steady(argv[1], conf, threads, &floor_ns, &mandated_ns, &peltd_ns, &r6);
-        r2 = run_peltd(argv[1], conf, "2");
-        whole_ns = r6.cpu_s * 1e9 / ((double) threads * (double) (r6.rounds + 1));
 
+        /* 1. Per thread-sample, each backend. */
         printf("sample: %zu threads on the machine (%d sleeping extra)\n\n", threads, SLEEPERS);
-        printf("per thread-sample     floor (pread kept fds)   %7.0f ns   (every 100 ms, in the same seconds as peltd)\n", floor_ns);
-        printf("                      every thread read        %7.0f ns   %.2fx floor (schedstat, a tenth of stat, every tasks file)\n",
-               mandated_ns, mandated_ns / floor_ns);
-        printf("                      peltd, steady state      %7.0f ns   %.2fx floor (target <= 1.5x), %.2fx the every-thread reads\n",
-               peltd_ns, peltd_ns / floor_ns, peltd_ns / mandated_ns);
-        printf("                      peltd, whole 6 s run     %7.0f ns   %.2fx floor (start-up and JSON output included)\n", whole_ns,
-               whole_ns / floor_ns);
-        printf("peak RSS              peltd --once 2           %7.1f MiB  (target <= 16 MiB); --once 6: %.1f MiB\n",
-               (double) r2.maxrss_kib / 1024, (double) r6.maxrss_kib / 1024);
-        if (peltd_ns > 1.5 * floor_ns || r2.maxrss_kib > 16 * 1024 || r6.maxrss_kib > 16 * 1024)
-                failed = 1;
+        for (int b = 0; b < N_BACKENDS; b++)
+                if (per_thread(argv[1], conf, backends[b], threads, &peltd_ns[b]))
+                        failed = 1;
+        if (N_BACKENDS == 2)
+                printf("bpf / proc            peltd, steady state      %7.2fx\n", peltd_ns[1] / peltd_ns[0]);
 
-        /* 2. Defaults: libpeltd's sampling alone in this process, and the daemon itself. */
-        defaults(&peltd_share, &floor_share, &mandated_share, 10);
+        /* 1b. The BPF sampler's own read of every thread against the floor. */
+        if (bpf_sampler_built()) {
+                double bpf_ns;
+                size_t n;
+
+                bpf_read_steady(&floor_ns, &bpf_ns, &n);
+                printf("\nthe BPF task iterator's read of every thread (%zu a read, 40 reads 100 ms apart, in this process)\n", n);
+                printf("per thread            floor (pread kept fds)   %7.0f ns\n", floor_ns);
+                printf("                      BPF read                 %7.0f ns   %.3fx floor, %.1fx cheaper (target <= 0.5x)\n", bpf_ns,
+                       bpf_ns / floor_ns, floor_ns / bpf_ns);
+                if (bpf_ns > 0.5 * floor_ns)
+                        failed = 1;
+        }
+
+        /* 2. Defaults: libpeltd's sampling alone in this process, and the daemon itself, each backend. */
         printf("\ndefaults (groups every 100 ms, tasks every 1000 ms, 10 s each)\n");
-        if (print_defaults("sampling alone", "peltd's sampling", peltd_share, floor_share, mandated_share))
-                failed = 1;
+        for (int b = 0; b < N_BACKENDS; b++) {
+                char what[64];
 
-        defaults_daemon(argv[1], &peltd_share, &floor_share, &mandated_share, 10);
-        if (print_defaults("the daemon", "peltd (dry run)", peltd_share, floor_share, mandated_share))
-                failed = 1;
+                defaults(b == 1, &peltd_share, &floor_share, &mandated_share, 10);
+                snprintf(what, sizeof what, "sampling alone, %s", backends[b]);
+                if (print_defaults(what, "peltd's sampling", peltd_share, floor_share, mandated_share))
+                        failed = 1;
+        }
+        for (int b = 0; b < N_BACKENDS; b++) {
+                char what[64];
+                long rss;
+
+                defaults_daemon(argv[1], backends[b], &daemon_share[b], &floor_share, &mandated_share, &rss, 10);
+                snprintf(what, sizeof what, "the daemon, %s", backends[b]);
+                if (print_defaults(what, "peltd (dry run)", daemon_share[b], floor_share, mandated_share))
+                        failed = 1;
+                printf("%-22s%-25s%7.1f MiB\n", "", "its RSS, steady", (double) rss / 1024);
+        }
+        if (N_BACKENDS == 2)
+                printf("bpf / proc            the daemon's CPU share   %7.2fx\n", daemon_share[1] / daemon_share[0]);
 
         /*
          * 1'. The sleepers' group is never idle once a busy thread shares it: its usage counter moves
@@ -803,19 +928,22 @@ int main(int argc, char *argv[]) {
          */
         spawn_busy(group);
         threads = count_threads();
-        once_steady(argv[1], conf, threads, &floor_ns, &mandated_ns, &peltd_ns, &r6);
         printf("\nsleepers sharing their group with a busy thread of another process (no target)\n");
-        printf("per thread-sample     floor                    %7.0f ns\n", floor_ns);
-        printf("                      every thread read        %7.0f ns   %.2fx floor\n", mandated_ns, mandated_ns / floor_ns);
-        printf("                      peltd, steady state      %7.0f ns   %.2fx floor, %.2fx the every-thread reads\n", peltd_ns,
-               peltd_ns / floor_ns, peltd_ns / mandated_ns);
+        for (int b = 0; b < N_BACKENDS; b++) {
+                once_steady(argv[1], conf, backends[b], threads, &floor_ns, &mandated_ns, &peltd_ns[b], &r6);
+                printf("--backend %-4s        floor                    %7.0f ns\n", backends[b], floor_ns);
+                printf("                      every thread read        %7.0f ns   %.2fx floor\n", mandated_ns, mandated_ns / floor_ns);
+                printf("                      peltd, steady state      %7.0f ns   %.2fx floor, %.2fx the every-thread reads\n",
+                       peltd_ns[b], peltd_ns[b] / floor_ns, peltd_ns[b] / mandated_ns);
+        }
+        if (N_BACKENDS == 2)
+                printf("bpf / proc            peltd, steady state      %7.2fx\n", peltd_ns[1] / peltd_ns[0]);
 
         cleanup();
 
         /* 3. Scale. */
         if (scale) {
                 uint64_t t0 = bench_now_ns();
-                Run rs;
 
                 bench_cgroup_create(top);
                 for (int i = 0; i < SCALE_GROUPS; i++) {
@@ -825,13 +953,16 @@ int main(int argc, char *argv[]) {
                 }
                 threads = count_threads();
                 printf("\nscale: %zu threads, %d groups (set up in %.1f s)\n", threads, SCALE_GROUPS, (double) (bench_now_ns() - t0) / 1e9);
-                rs = run_peltd(argv[1], conf, "3");
-                printf("peltd --once 3 --interval 100: %u rounds, %zu tasks, %zu groups reported, %.2f s CPU (%.1f ms a round, %.0f ns a thread-sample with start-up), peak RSS %.1f MiB\n",
-                       rs.rounds, rs.tasks, rs.groups, rs.cpu_s, rs.cpu_s * 1e3 / (rs.rounds + 1),
-                       rs.cpu_s * 1e9 / ((double) threads * (rs.rounds + 1)), (double) rs.maxrss_kib / 1024);
-                if (rs.tasks < (size_t) SCALE_GROUPS * SCALE_THREADS_PER_GROUP || rs.groups != SCALE_GROUPS) {
-                        printf("scale run did not report every thread and group\n");
-                        failed = 1;
+                for (int b = 0; b < N_BACKENDS; b++) {
+                        Run rs = run_peltd(argv[1], conf, "3", backends[b]);
+
+                        printf("peltd --once 3 --interval 100 --backend %s: %u rounds, %zu tasks, %zu groups reported, %.2f s CPU (%.1f ms a round, %.0f ns a thread-sample with start-up), peak RSS %.1f MiB\n",
+                               backends[b], rs.rounds, rs.tasks, rs.groups, rs.cpu_s, rs.cpu_s * 1e3 / (rs.rounds + 1),
+                               rs.cpu_s * 1e9 / ((double) threads * (rs.rounds + 1)), (double) rs.maxrss_kib / 1024);
+                        if (rs.tasks < (size_t) SCALE_GROUPS * SCALE_THREADS_PER_GROUP || rs.groups != SCALE_GROUPS) {
+                                printf("scale run did not report every thread and group\n");
+                                failed = 1;
+                        }
                 }
                 cleanup();
         }

@@ -15,7 +15,8 @@ static void help(void) {
                "Usage:\n"
                "  peltd [--config FILE | --config-dir DIR] [--policy P] [--dry-run]\n"
                "                                                       run the daemon\n"
-               "  peltd --once SECONDS [--interval MSEC] [--json]     sample and print load tracking\n"
+               "  peltd --once SECONDS [--interval MSEC] [--backend bpf|proc] [--json]\n"
+               "                                                       sample and print load tracking\n"
                "  peltd --print-topology [--sysfs-root DIR] [--json]  print the CPU topology\n"
                "  peltd --plan GROUPS.ini [--policy P] [--sysfs-root DIR] [--json]\n"
                "                                                       what-if placement\n"
@@ -58,6 +59,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 ARG_LOG_LEVEL,
                 ARG_VERSION,
                 ARG_CONFIG_DIR,
+                ARG_BACKEND,
         };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -66,6 +68,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 { "dry-run", no_argument, NULL, 'n' },
                 { "once", required_argument, NULL, ARG_ONCE },
                 { "interval", required_argument, NULL, ARG_INTERVAL },
+                { "backend", required_argument, NULL, ARG_BACKEND },
                 { "json", no_argument, NULL, ARG_JSON },
                 { "print-topology", no_argument, NULL, ARG_PRINT_TOPOLOGY },
                 { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
@@ -125,6 +128,13 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                         a->interval_usec = (usec_t) ms * USEC_PER_MSEC;
                         break;
                 }
+                case ARG_BACKEND:
+                        if (!streq(optarg, "bpf") && !streq(optarg, "proc")) {
+                                log_error("Invalid --backend \"%s\": bpf or proc.", optarg);
+                                return -EINVAL;
+                        }
+                        a->backend = optarg;
+                        break;
                 case ARG_JSON:
                         a->json = true;
                         break;
@@ -184,6 +194,10 @@ static int parse_argv(int argc, char *argv[], Args *a) {
         }
         if (a->interval_usec && a->mode != MODE_ONCE) {
                 log_error("--interval only applies to --once.");
+                return -EINVAL;
+        }
+        if (a->backend && a->mode != MODE_ONCE) {
+                log_error("--backend only applies to --once.");
                 return -EINVAL;
         }
         if (a->dry_run && a->mode != MODE_DAEMON) {

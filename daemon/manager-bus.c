@@ -143,7 +143,7 @@ static int property_string(_unused_ sd_bus *bus, _unused_ const char *path, _unu
                                 if (m->groups[i].target_known && m->groups[i].target == APPLY_SYSTEMD)
                                         v = "systemd";
         } else if (streq(property, "SamplingBackend"))
-                v = "proc";
+                v = sampling_backend_to_string(sampling_backend(m->sampling));
         if (!v)
                 return -ENOMEM;
         return sd_bus_message_append(reply, "s", v);

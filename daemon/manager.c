@@ -643,6 +643,9 @@ int manager_reload(Manager *m, char **ret_message) {
                 c->state_file = keep;
         }
 
+        if (c->sampling_backend != m->config->sampling_backend)
+                log_warning("SamplingBackend= is read at start; the change takes effect when peltd restarts.");
+
         if (m->subtree_lock && !streq(c->cgroup_root, m->config->cgroup_root) &&
             (r = subtree_lock_set_root(m->subtree_lock, c->cgroup_root)) < 0)
                 return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.", c->cgroup_root,
@@ -709,6 +712,7 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
 
 int manager_new(const Args *args, Manager **ret) {
         _cleanup_manager_ Manager *m = NULL;
+        BpfSampler *bpf = NULL;
         int r, fd;
 
         /*
@@ -780,9 +784,12 @@ int manager_new(const Args *args, Manager **ret) {
                         return r;
         }
 
+        r = sampling_open_backend(m->sysfs, m->fs->mode, m->config->sampling_backend, "SamplingBackend=", &bpf);
+        if (r < 0)
+                return r; /* logged */
         r = sampling_new(m->proc, m->fs, m->config,
                          &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = m->capacity,
-                                             .n_capacity = capacity_entries(m) },
+                                             .n_capacity = capacity_entries(m), .bpf = bpf },
                          &m->sampling);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up sampling: %m");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* peltd --once SECONDS [--interval MSEC] [--json]: sample, track, print the final values. */
+/* peltd --once SECONDS [--interval MSEC] [--backend bpf|proc] [--json]: sample, track, print the final values. */
 #include <json-c/json.h>
 #include <time.h>
 
@@ -147,6 +147,7 @@ int cmd_once(const Args *args) {
         _cleanup_topology_ Topology *topology = NULL;
         _cleanup_sampling_ Sampling *s = NULL;
         _cleanup_free_ unsigned *capacity = NULL;
+        BpfSampler *bpf = NULL;
         SampledThread *threads;
         SampledGroup *groups;
         size_t nt, ng, n_cpus;
@@ -192,16 +193,27 @@ int cmd_once(const Args *args) {
         for (size_t i = 0; topology && i < topology->n_cpus; i++)
                 capacity[topology->cpus[i].cpu] = topology->cpus[i].capacity;
 
+        /* --backend wins over SamplingBackend=. */
+        if (args->backend)
+                r = sampling_open_backend(sysroot, fs->mode, streq(args->backend, "bpf") ? SAMPLING_BACKEND_BPF : SAMPLING_BACKEND_PROC,
+                                          "--backend ", &bpf);
+        else
+                r = sampling_open_backend(sysroot, fs->mode, config->sampling_backend, "SamplingBackend=", &bpf);
+        if (r < 0)
+                return 1; /* logged */
+
         /* --once samples every thread, whatever TaskTracking= says. */
         r = sampling_new(proc, fs, config,
-                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity, .n_capacity = n_cpus },
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity,
+                                             .n_capacity = n_cpus, .bpf = bpf },
                          &s);
         if (r < 0) {
                 log_error_errno(r, "Failed to set up sampling: %m");
                 return 1;
         }
-        log_debug("cgroup %s; proc connector %s.", cgroup_mode_to_string(fs->mode),
-                  proc_sampler_netlink_active(sampling_proc_sampler(s)) ? "active" : "unavailable, rescanning /proc every round");
+        if (!bpf)
+                log_debug("cgroup %s; proc connector %s.", cgroup_mode_to_string(fs->mode),
+                          proc_sampler_netlink_active(sampling_proc_sampler(s)) ? "active" : "unavailable, rescanning /proc every round");
 
         start = now_nsec(CLOCK_MONOTONIC);
         for (uint64_t k = 0; k <= rounds; k++) {

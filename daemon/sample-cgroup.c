@@ -829,6 +829,7 @@ typedef struct Walk {
         const RootDir *root;
         const char *threads_file;
         cgroup_member_cb cb;
+        cgroup_id_cb id_cb;          /* instead of cb: each group's directory inode, no membership file */
         void *userdata;
 } Walk;
 
@@ -867,7 +868,17 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
                         return k; /* an error, or gone meanwhile */
         }
 
-        if (w->cb) {
+        if (w->id_cb) {
+                struct stat st;
+                size_t idx;
+
+                if (fstat(dirfd(d), &st) < 0)
+                        return top ? -errno : 0;
+                k = path_add(w->s, path, &idx);
+                if (k < 0)
+                        return k;
+                w->id_cb((uint64_t) st.st_ino, idx, managed, w->userdata);
+        } else if (w->cb) {
                 _cleanup_free_ char *file = NULL, *content = NULL;
                 _cleanup_free_ pid_t *tids = NULL;
                 _cleanup_close_ int fd = -1;
@@ -928,12 +939,13 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
         return 0;
 }
 
-int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata) {
+static int walk(CgroupSampler *s, cgroup_member_cb cb, cgroup_id_cb id_cb, void *userdata) {
         Walk w = {
                 .s = s,
                 .root = cgroup_fs_usage_root(s->fs),
                 .threads_file = cgroup_fs_threads_file(s->fs),
                 .cb = cb,
+                .id_cb = id_cb,
                 .userdata = userdata,
         };
         int k;
@@ -945,7 +957,7 @@ int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata) {
         paths_clear(s);
 
         /* Membership needs the whole hierarchy (every thread's cgroup); the groups only CgroupRoot's subtree. */
-        k = walk_group(&w, cb ? "/" : s->filter.root, NULL, true);
+        k = walk_group(&w, cb || id_cb ? "/" : s->filter.root, NULL, true);
         if (k < 0)
                 return k;
 
@@ -958,4 +970,12 @@ int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata) {
                 }
         }
         return ancestors_update(s);
+}
+
+int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata) {
+        return walk(s, cb, NULL, userdata);
+}
+
+int cgroup_sampler_walk_ids(CgroupSampler *s, cgroup_id_cb cb, void *userdata) {
+        return walk(s, NULL, cb, userdata);
 }

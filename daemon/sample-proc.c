@@ -959,10 +959,8 @@ void proc_sampler_forget_threads(ProcSampler *s) {
         s->need_rescan = true; /* what is there when tracking resumes */
 }
 
-int proc_sampler_round(ProcSampler *s) {
-        int k;
-
-        /* Last round's outcome is settled: NEW becomes LIVE, GONE slots are freed. */
+/* Last round's outcome is settled: NEW becomes LIVE, GONE slots are freed. */
+static void settle(ProcSampler *s) {
         for (size_t i = 0; i < s->n_slots; i++) {
                 ProcThread *t = &s->slots[i];
 
@@ -973,6 +971,12 @@ int proc_sampler_round(ProcSampler *s) {
                         s->free_slots[s->n_free++] = (uint32_t) i;
                 }
         }
+}
+
+int proc_sampler_round(ProcSampler *s) {
+        int k;
+
+        settle(s);
         s->round++;
         s->n_read = s->n_quiet = 0;
         tidmap_clear(&s->clock_map);
@@ -1005,6 +1009,96 @@ int proc_sampler_round(ProcSampler *s) {
                         return k;
         }
         return 0;
+}
+
+/* A thread the reader found that is not known yet: NEW, in a slot of its own. */
+static int take_new(ProcSampler *s, const ProcThreadSample *v, uint64_t starttime) {
+        uint32_t slot;
+        int k;
+
+        k = alloc_slot(s, &slot);
+        if (k < 0)
+                return k;
+        k = tidmap_put(&s->map, v->tid, slot);
+        if (k < 0) {
+                s->slots[slot].state = PROC_THREAD_FREE;
+                s->free_slots[s->n_free++] = slot;
+                return k;
+        }
+        s->slots[slot] = (ProcThread){
+                .pid = v->pid,
+                .tid = v->tid,
+                .state = PROC_THREAD_NEW,
+                .schedstat_fd = -1,
+                .stat_fd = -1,
+                .run_ns = v->run_ns,
+                .wait_ns = v->wait_ns,
+                .slices = v->slices,
+                .sample_ns = v->sample_ns,
+                .starttime = starttime,
+                .nice = v->nice,
+                .cpu = v->cpu,
+                .stat_slot = (uint8_t) ((uint32_t) v->tid % STAT_EVERY_ROUNDS),
+                .start_ns = v->start_ns,
+                .cgroup_id = v->cgroup_id,
+        };
+        memcpy(s->slots[slot].comm, v->comm, sizeof v->comm);
+        s->slots[slot].comm[sizeof v->comm - 1] = 0;
+        s->seen[slot] = (uint8_t) s->rescan_gen;
+        s->n_threads++;
+        return 0;
+}
+
+int proc_sampler_take_round(ProcSampler *s, const ProcThreadSample *v, size_t n) {
+        long tck = sysconf(_SC_CLK_TCK);
+        uint64_t ns_per_tick = tck > 0 ? 1000000000ULL / (uint64_t) tck : 10000000ULL;
+        int r = 0;
+
+        settle(s);
+        s->round++;
+        s->n_read = n;
+        s->n_quiet = 0;
+        /* seen[] marks this round's threads: one left unmarked has exited. */
+        s->rescan_gen++;
+
+        for (size_t k = 0; k < n; k++) {
+                ssize_t i = tidmap_get(&s->map, v[k].tid);
+                ProcThread *t;
+
+                if (i >= 0) {
+                        t = &s->slots[i];
+                        if (t->pid == v[k].pid && t->start_ns == v[k].start_ns) {
+                                t->moved = v[k].run_ns != t->run_ns || v[k].wait_ns != t->wait_ns || v[k].slices != t->slices;
+                                t->run_ns = v[k].run_ns;
+                                t->wait_ns = v[k].wait_ns;
+                                t->slices = v[k].slices;
+                                t->sample_ns = v[k].sample_ns;
+                                t->nice = v[k].nice;
+                                t->cpu = v[k].cpu;
+                                t->cgroup_id = v[k].cgroup_id;
+                                memcpy(t->comm, v[k].comm, sizeof t->comm);
+                                t->comm[sizeof t->comm - 1] = 0;
+                                t->quiet_ns = 0;
+                                t->unread = false;
+                                s->seen[i] = (uint8_t) s->rescan_gen;
+                                continue;
+                        }
+                        /* The TID names another thread now: the old one exited. */
+                        mark_gone(s, t);
+                }
+                if (r >= 0)
+                        r = take_new(s, &v[k], v[k].start_ns / ns_per_tick);
+        }
+
+        for (size_t i = 0; i < s->n_slots; i++) {
+                ProcThread *t = &s->slots[i];
+
+                if ((t->state == PROC_THREAD_NEW || t->state == PROC_THREAD_LIVE) && s->seen[i] != (uint8_t) s->rescan_gen)
+                        mark_gone(s, t);
+        }
+        /* Were /proc read again (this reader gone), it would start from a scan. */
+        s->need_rescan = true;
+        return r;
 }
 
 size_t proc_sampler_n_slots(const ProcSampler *s) {

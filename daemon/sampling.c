@@ -40,6 +40,13 @@ typedef struct ThreadData {
         uint64_t read_usage_ns;
 } ThreadData;
 
+/* A cgroup of the last walk, by the inode of its directory (the BPF sampler's cgroup id). */
+typedef struct CgroupId {
+        uint64_t ino;
+        uint32_t path_index;
+        CgroupGroup *group;          /* its managed group (it or an ancestor), NULL: none */
+} CgroupId;
+
 /* A thread listed by the walk before the thread scan found it. */
 typedef struct PendingMember {
         pid_t tid;
@@ -52,7 +59,11 @@ struct Sampling {
         const CgroupFs *fs;
         SamplingOptions opts;
         ProcSampler *procs;
+        BpfSampler *bpf;             /* threads from the BPF task iterator; NULL: from /proc */
         CgroupSampler *groups;
+        CgroupId *ids;               /* the last walk's cgroups, sorted by inode (BPF only) */
+        size_t n_ids, allocated_ids;
+        bool ids_failed;             /* a walk could not keep them all (out of memory) */
 
         ThreadData *threads;
         size_t n_threads_allocated;
@@ -94,17 +105,23 @@ int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const 
         int r;
 
         s = new0(Sampling, 1);
-        if (!s)
+        if (!s) {
+                bpf_sampler_free(o->bpf);
                 return -ENOMEM;
+        }
+        s->bpf = o->bpf;
         s->config = config;
         s->fs = fs;
         s->opts = *o;
         track_group_init(&s->catchall, 0);
 
-        /* /proc/stat (steal) is read either way; threads only with task tracking. */
+        /*
+         * /proc/stat (steal) is read either way; threads only with task tracking, and only when the
+         * BPF sampler does not give them (it needs no connector: each read sees every thread).
+         */
         {
                 ProcSamplerOptions po = {
-                        .netlink = o->task_tracking && o->netlink,
+                        .netlink = o->task_tracking && o->netlink && !o->bpf,
                         .process_clocks = o->process_clocks,
                         .rescan_rounds = o->rescan_rounds,
                         .max_fds = o->max_fds,
@@ -146,6 +163,8 @@ Sampling *sampling_free(Sampling *s) {
         free(s->cpu_steal_frac);
         cgroup_sampler_free(s->groups);
         proc_sampler_free(s->procs);
+        bpf_sampler_free(s->bpf);
+        free(s->ids);
         free(s->threads);
         free(s->pending);
         free(s->out_threads);
@@ -156,6 +175,42 @@ Sampling *sampling_free(Sampling *s) {
 
 ProcSampler *sampling_proc_sampler(Sampling *s) {
         return s->procs;
+}
+
+SamplingBackend sampling_backend(const Sampling *s) {
+        return s->bpf ? SAMPLING_BACKEND_BPF : SAMPLING_BACKEND_PROC;
+}
+
+const char *sampling_backend_to_string(SamplingBackend b) {
+        switch (b) {
+        case SAMPLING_BACKEND_AUTO:
+                return "auto";
+        case SAMPLING_BACKEND_BPF:
+                return "bpf";
+        case SAMPLING_BACKEND_PROC:
+                return "proc";
+        }
+        return NULL;
+}
+
+int sampling_open_backend(const RootDir *sysroot, CgroupMode mode, SamplingBackend want, const char *setting, BpfSampler **ret_bpf) {
+        _cleanup_free_ char *reason = NULL;
+        int r;
+
+        *ret_bpf = NULL;
+        if (want == SAMPLING_BACKEND_PROC) {
+                log_info("Sampling threads from /proc (%sproc).", setting);
+                return 0;
+        }
+        r = bpf_sampler_new(sysroot, mode, ret_bpf, &reason);
+        if (r >= 0) {
+                log_info("Sampling threads with the BPF task iterator (%s%s).", setting, sampling_backend_to_string(want));
+                return 0;
+        }
+        if (want == SAMPLING_BACKEND_BPF)
+                return log_error_errno(r, "%sbpf, but the BPF task iterator does not load: %s.", setting, strna(reason));
+        log_info("Sampling threads from /proc; the BPF task iterator does not load: %s.", strna(reason));
+        return 0;
 }
 
 void sampling_set_config(Sampling *s, const Config *config) {
@@ -505,6 +560,86 @@ static void threads_update(Sampling *s) {
         }
 }
 
+static void id_cb(uint64_t ino, size_t path_index, CgroupGroup *group, void *userdata) {
+        Sampling *s = userdata;
+
+        if (s->n_ids == s->allocated_ids) {
+                size_t na = s->allocated_ids ? s->allocated_ids * 2 : 64;
+                CgroupId *v = realloc(s->ids, na * sizeof *v);
+
+                if (!v) {
+                        s->ids_failed = true; /* its threads stay where they were this round */
+                        return;
+                }
+                s->ids = v;
+                s->allocated_ids = na;
+        }
+        s->ids[s->n_ids++] = (CgroupId){ .ino = ino, .path_index = (uint32_t) path_index, .group = group };
+}
+
+static int id_cmp(const void *a, const void *b) {
+        const CgroupId *x = a, *y = b;
+
+        return (x->ino > y->ino) - (x->ino < y->ino);
+}
+
+/*
+ * With the BPF sampler: each thread's cgroup and managed group from its cgroup id (the inode of
+ * the group's directory, as the walk found it), and the groups' thread counts. A thread whose
+ * cgroup the walk did not see (made since, or removed) stays where it was, as one that no tasks
+ * file listed would.
+ */
+static void members_from_ids(Sampling *s) {
+        qsort(s->ids, s->n_ids, sizeof *s->ids, id_cmp);
+        for (size_t i = 0; i < proc_sampler_n_slots(s->procs) && i < s->n_threads_allocated; i++) {
+                ProcThread *p = proc_sampler_slot(s->procs, i);
+                CgroupId key = { .ino = p->cgroup_id }, *c;
+
+                if (p->state != PROC_THREAD_NEW && p->state != PROC_THREAD_LIVE)
+                        continue;
+                c = bsearch(&key, s->ids, s->n_ids, sizeof *s->ids, id_cmp);
+                if (!c)
+                        continue;
+                member_set(s, i, c->path_index, c->group);
+                if (c->group)
+                        c->group->nr_tasks++;
+        }
+}
+
+/*
+ * A task round with the BPF sampler: one read gives every thread and its cgroup; the walk reads
+ * no tasks file, only the directories (their inodes are the cgroup ids). The threads first: a
+ * cgroup a thread was seen in existed before the walk began (a populated cgroup cannot be
+ * removed), so the walk finds it.
+ */
+static int task_round_bpf(Sampling *s) {
+        const ProcThreadSample *v;
+        size_t n;
+        int r, k;
+
+        r = bpf_sampler_read(s->bpf, &v, &n);
+        if (r < 0)
+                return r;
+        r = proc_sampler_take_round(s->procs, v, n);
+        if (r < 0)
+                return r;
+        s->n_ids = 0;
+        s->ids_failed = false;
+        r = cgroup_sampler_walk_ids(s->groups, id_cb, s);
+        if (r >= 0)
+                r = groups_found(s);
+        if (s->ids_failed)
+                log_debug("Out of memory for the cgroups' ids: threads stay in their groups this round.");
+        /* The threads are read: those that exited leave now, whatever became of the walk. */
+        k = thread_slots(s);
+        if (k < 0)
+                return k;
+        if (r >= 0)
+                members_from_ids(s);
+        threads_update(s);
+        return r;
+}
+
 /* The steal shares over the last STEAL_WINDOW_NS (or as far back as the ring goes). */
 static void steal_update(Sampling *s, uint64_t now_ns) {
         const ProcCpuTimes *base = NULL;
@@ -600,7 +735,12 @@ int sampling_round(Sampling *s, uint64_t now_ns, bool task_round) {
          * Task round: membership first (a thread's group as of now decides whether it can have
          * run), then the threads, then their PELT.
          */
-        if (!s->started || task_round) {
+        if ((!s->started || task_round) && s->bpf && s->opts.task_tracking) {
+                s->walk_gen++;
+                r = task_round_bpf(s);
+                if (r < 0)
+                        return r;
+        } else if (!s->started || task_round) {
                 s->walk_gen++;
                 s->n_pending = 0;
                 r = cgroup_sampler_walk(s->groups, s->opts.task_tracking ? member_cb : NULL, s);

@@ -10,6 +10,7 @@ PELTD_PACKAGES=(
         clang libclang-rt-14-dev
         debhelper dpkg-dev lintian
         prometheus prometheus-node-exporter curl inotify-tools
+        libbpf-dev bpftool
 )
 
 # Installed for their tools only (promtool; a node_exporter the metrics test starts on a port of

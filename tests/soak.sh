@@ -241,6 +241,7 @@ done
 # with other work (said once an episode).
 unexpected=$(grep -v -E \
         -e '^peltd running: ' \
+        -e '^Sampling threads (with the BPF task iterator|from /proc)' \
         -e '^Owning org\.peltd1 on the system bus\.$' \
         -e '^A round took longer than its interval \([0-9]+ ms\); the next starts an interval later\.$' \
         -e '^Rounds on time again, after [0-9]+ late\.$' \

@@ -23,6 +23,7 @@ typedef struct Args {
         bool json;
         usec_t once_usec;            /* --once SECONDS */
         usec_t interval_usec;        /* --interval MSEC; 0: SampleIntervalMSec */
+        const char *backend;         /* --backend: "bpf" or "proc"; NULL: SamplingBackend= */
         const char *sysfs_root;      /* --sysfs-root DIR; "/" by default */
         const char *plan_file;       /* --plan GROUPS.ini */
 } Args;

@@ -140,6 +140,15 @@ void cgroup_sampler_read_counters(CgroupSampler *s);
 typedef void (*cgroup_member_cb)(pid_t tid, size_t path_index, CgroupGroup *group, void *userdata);
 int cgroup_sampler_walk(CgroupSampler *s, cgroup_member_cb cb, void *userdata);
 
+/*
+ * A task round for a caller that knows each thread's cgroup by its id (the BPF sampler): the same
+ * walk of the whole usage hierarchy, reading no membership file; cb is called for every group with
+ * the inode of its directory (its cgroup id) instead. The caller counts the managed groups'
+ * nr_tasks. Returns 0 or a negative errno (the hierarchy is unreadable).
+ */
+typedef void (*cgroup_id_cb)(uint64_t ino, size_t path_index, CgroupGroup *group, void *userdata);
+int cgroup_sampler_walk_ids(CgroupSampler *s, cgroup_id_cb cb, void *userdata);
+
 const char *cgroup_sampler_path(const CgroupSampler *s, size_t path_index);
 
 size_t cgroup_sampler_n_groups(const CgroupSampler *s);

@@ -70,6 +70,9 @@ typedef struct ProcThread {
         uint64_t proc_clock_ns;      /* its process's CPU clock, read before its last read */
         uint8_t stat_slot;           /* stat is re-read in rounds where round % 10 == stat_slot */
         char comm[16];
+        /* Given by proc_sampler_take_round() (0 otherwise): */
+        uint64_t start_ns;           /* when it started, in ns of boot time: with tid, who it is */
+        uint64_t cgroup_id;          /* its cgroup in the usage hierarchy: the directory's inode; 0: unknown */
 } ProcThread;
 
 typedef struct ProcSamplerOptions {
@@ -100,6 +103,34 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProcSampler *, proc_sampler_free);
  * and finds every thread NEW. Returns 0 or a negative errno (out of memory, /proc unreadable).
  */
 int proc_sampler_round(ProcSampler *s);
+
+/*
+ * A thread as a reader of every thread at once gives it (the BPF task iterator, sample-bpf.h):
+ * what a round of /proc reads gives, and its cgroup.
+ */
+typedef struct ProcThreadSample {
+        pid_t pid;
+        pid_t tid;
+        uint64_t start_ns;           /* when it started, in ns of boot time */
+        uint64_t run_ns;             /* schedstat's three numbers */
+        uint64_t wait_ns;
+        uint64_t slices;
+        uint64_t sample_ns;          /* CLOCK_MONOTONIC when it was read */
+        int nice;
+        int cpu;                     /* the CPU it last ran on; -1: unknown */
+        uint64_t cgroup_id;          /* its cgroup in the usage hierarchy: the directory's inode; 0: unknown */
+        char comm[16];
+} ProcThreadSample;
+
+/*
+ * A round from samples of every thread read elsewhere, instead of /proc (no file is opened, no
+ * connector read): last round settles as in proc_sampler_round(); a thread sampled before (the same
+ * TID, process and start time) is LIVE with the new numbers, one not known yet is NEW, one known
+ * but not among them has exited (GONE), and so has one whose TID names another thread now (its
+ * successor is NEW, in another slot). Returns 0 or -ENOMEM (the threads not taken in are found
+ * by the next round).
+ */
+int proc_sampler_take_round(ProcSampler *s, const ProcThreadSample *v, size_t n);
 
 size_t proc_sampler_n_slots(const ProcSampler *s);
 ProcThread *proc_sampler_slot(ProcSampler *s, size_t i);

@@ -8,6 +8,7 @@
 
 #include "peltd/cgroup-util.h"
 #include "peltd/config.h"
+#include "peltd/sample-bpf.h"
 #include "peltd/sample-proc.h"
 #include "peltd/sample-cgroup.h"
 #include "peltd/track.h"
@@ -35,6 +36,11 @@ typedef struct SamplingOptions {
         void *clock_userdata;
         /* Every group counter every round, none left out: a reference for tests (sample-cgroup.h). */
         bool read_everything;
+        /*
+         * Threads and their cgroups from the BPF task iterator (sampling_open_backend()) instead
+         * of /proc and the tasks files; NULL: /proc. sampling_new() takes it over, also when it fails.
+         */
+        BpfSampler *bpf;
 } SamplingOptions;
 
 /* One tracked thread, for output. */
@@ -59,6 +65,15 @@ typedef struct SampledGroup {
 } SampledGroup;
 
 typedef struct Sampling Sampling;
+
+/*
+ * SamplingBackend= (or --backend): auto loads the BPF task iterator where it can (the kernel's BTF
+ * under sysroot, the privileges, the verifier's yes) and otherwise samples from /proc; bpf insists.
+ * Logs once which it is and why (setting names the setting that chose, for the messages: "SamplingBackend=",
+ * "--backend "). Returns 0 with *ret_bpf (NULL: /proc), or, where bpf was asked for and does not
+ * load, a negative errno (logged).
+ */
+int sampling_open_backend(const RootDir *sysroot, CgroupMode mode, SamplingBackend want, const char *setting, BpfSampler **ret_bpf);
 
 /* Does not take ownership of proc, fs or config; they must outlive it. */
 int sampling_new(RootDir *proc, const CgroupFs *fs, const Config *config, const SamplingOptions *o, Sampling **ret);
@@ -89,3 +104,6 @@ size_t sampling_threads(Sampling *s, SampledThread **ret);
 size_t sampling_groups(Sampling *s, SampledGroup **ret);
 
 ProcSampler *sampling_proc_sampler(Sampling *s);
+/* Where threads come from: SAMPLING_BACKEND_BPF or SAMPLING_BACKEND_PROC. */
+SamplingBackend sampling_backend(const Sampling *s);
+const char *sampling_backend_to_string(SamplingBackend b);

@@ -8,21 +8,23 @@
 #   2. peltd as the hardened Type=notify unit it ships as: placing the groups of a slice through their
 #      units' properties and, in a delegated unit and below a plain unit's own cgroup, through cgroup
 #      files; its metrics file; reload; stop restores;
-#   3. the real-kernel tests in cgroup v2 mode: tests/test-daemon.sh, test-sample-kernel and
-#      test-apply-kernel;
+#   3. the real-kernel tests in cgroup v2 mode: tests/test-daemon.sh, test-sample-kernel,
+#      test-sample-bpf-kernel and test-apply-kernel;
 #   4. the D-Bus API on the real system bus with the installed bus policy and polkit action: root
 #      allowed, an unprivileged user refused, then allowed once a polkit rule grants org.peltd1.manage
-#      to its group; peltctl, where the build has it.
+#      to its group; peltctl, where the build has it;
+#   5. the BPF sampler on cgroup v2 (Debian's kernel, built here): peltd --once --backend bpf finds
+#      a unit's threads with its cgroup path.
 #
 # Prints one "ok: ..." or "FAIL: ..." line per check; exit 1 when any failed.
 #
-#   guest-tests.sh SOURCE_DIR BUILD_DIR [PART...]    (parts: backend unit kernel bus; default: all)
+#   guest-tests.sh SOURCE_DIR BUILD_DIR [PART...]    (parts: backend unit kernel bus bpf; default: all)
 set -u
 src=$1
 build=$2
 shift 2
 parts=("$@")
-((${#parts[@]})) || parts=(backend unit kernel bus)
+((${#parts[@]})) || parts=(backend unit kernel bus bpf)
 backend=$build/tests/systemd-backend
 duty=$build/daemon/duty-cycle
 failures=0
@@ -272,6 +274,12 @@ EOF
         else
                 peltd_fail "metrics: $metrics $(stat -c %a "$metrics" 2>&1), $(grep "^peltd_groups_managed" "$metrics" 2>&1)"
         fi
+        # The unit lets it load the BPF sampler (CAP_BPF, CAP_PERFMON, the bpf system call), and it says so.
+        if log | grep -q "^Sampling threads with the BPF task iterator (SamplingBackend=auto).$"; then
+                pass "sampling: the hardened unit loads the BPF task iterator"
+        else
+                peltd_fail "sampling: $(log | grep -m1 'Sampling threads')"
+        fi
 
         write_conf performance
         if systemctl reload peltd.service && wait_for 20 file_is "$light_cg" cpuset.cpus "$all_cpus" &&
@@ -336,6 +344,7 @@ part_kernel() {
         # Emulated CPUs stall now and then: twice the room between peltd's and the kernel's figures
         # (what is tested here is sampling from the v2 files; bench/accuracy measures accuracy).
         run "test-sample-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/test-sample-kernel"
+        run "test-sample-bpf-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/test-sample-bpf-kernel"
         run "test-apply-kernel (v2)" "$build/tests/test-apply-kernel"
 }
 
@@ -448,6 +457,34 @@ part_bus() {
         [[ $a == "" && $w == "[not set]" ]] && pass "stop: $work's AllowedCPUs= and CPUWeight= not set again" ||
                 bus_fail "stop: $work AllowedCPUs=\"$a\" CPUWeight=$w"
         systemctl stop "${units[@]}"
+        units=()
+}
+
+# ---- 5. The BPF sampler on cgroup v2 ------------------------------------------------------------
+part_bpf() {
+        echo "== 5. the BPF sampler on cgroup v2"
+        local unit=peltd-vm-bpf.service slice=/peltdbpf.slice conf out main cg n
+        cg=$slice/$unit
+        units+=("$unit")
+        systemd-run -q --unit="$unit" --slice=peltdbpf.slice "$duty" 2 10000 10
+        wait_for 5 grep -q . "/sys/fs/cgroup$cg/cgroup.procs" || fail "$unit did not start"
+        main=$(show "$unit" MainPID)
+        conf=$(mktemp /tmp/peltd-vm-bpf.XXXXXX)
+        printf '[Daemon]\nCgroupRoot=%s\n' "$slice" >"$conf"
+        if out=$("$build/daemon/peltd" --config "$conf" --once 1 --backend bpf --json 2>/tmp/peltd-vm-bpf.err); then
+                # Its three threads (main and two workers), all in the unit's cgroup.
+                n=$(jq --argjson p "$main" --arg cg "$cg" '[.tasks[] | select(.pid == $p and .cgroup == $cg)] | length' <<<"$out")
+                g=$(jq -r --arg cg "$cg" '.groups[] | select(.path == $cg) | .nr_tasks' <<<"$out")
+                if [[ $n == 3 && $g == 3 ]] && grep -q "Sampling threads with the BPF task iterator (--backend bpf)." /tmp/peltd-vm-bpf.err; then
+                        pass "peltd --once --backend bpf: $unit's 3 threads in $cg, the group counts 3"
+                else
+                        fail "peltd --once --backend bpf: $n of $unit's threads in $cg, the group counts \"$g\": $(head -c 2000 <<<"$out")"
+                fi
+        else
+                fail "peltd --once --backend bpf failed: $(cat /tmp/peltd-vm-bpf.err)"
+        fi
+        rm -f "$conf" /tmp/peltd-vm-bpf.err
+        systemctl stop "$unit"
         units=()
 }
 

@@ -18,11 +18,11 @@ cache=${PELTD_VM_CACHE:-/var/cache/peltd-vm}
 suite=bookworm
 
 # What the guest needs beyond minbase: systemd and the bus, the libraries peltd, duty-cycle and
-# the real-kernel tests link (libsystemd0 comes with systemd), kmod for the 9p modules,
-# polkitd (it decides who but root may change peltd's settings over the bus; libpam-systemd gives the
-# logind it needs). No udev:
-# nothing here waits for a device, and its coldplug costs seconds of every boot under emulation.
-packages=systemd,systemd-sysv,dbus,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0,libpam-systemd,polkitd
+# the real-kernel tests link (libsystemd0 comes with systemd; libbpf1 for the BPF sampler), jq for
+# the checks that read peltd's JSON, kmod for the 9p modules, polkitd (it decides who but root may
+# change peltd's settings over the bus; libpam-systemd gives the logind it needs). No udev: nothing
+# here waits for a device, and its coldplug costs seconds of every boot under emulation.
+packages=systemd,systemd-sysv,dbus,kmod,procps,libinih1,libcgroup2,libjson-c5,libcmocka0,libbpf1,jq,libpam-systemd,polkitd
 
 die() {
         echo "vm/image: $*" >&2
