@@ -918,10 +918,11 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
                 if (!child)
                         return -ENOMEM;
                 /*
-                 * Without membership to read, nothing below a managed group is of interest (of
-                 * nested matches only the topmost is managed): its inode is all the walk needs.
+                 * Without membership to read (no tasks files, no cgroup ids), nothing below a
+                 * managed group is of interest (of nested matches only the topmost is managed):
+                 * its inode is all the walk needs.
                  */
-                if (!w->cb && !managed && w->s->filter.selects(child, w->s->filter.userdata)) {
+                if (!w->cb && !w->id_cb && !managed && w->s->filter.selects(child, w->s->filter.userdata)) {
                         CgroupGroup *g;
                         struct stat st;
 
