@@ -175,7 +175,9 @@ run 0 status
 check "status: Policy" grep -qxF "      Policy: performance" "$tmp/out"
 check "status: Backend" grep -qxF "     Backend: cgroupfs" "$tmp/out"
 check "status: cgroup mode and root" grep -qxF " Cgroup mode: $mode, root /$id" "$tmp/out"
-check "status: sampling" grep -qxF "    Sampling: proc; groups every 100 ms, threads every 200 ms" "$tmp/out"
+# SamplingBackend=auto: the BPF task iterator where it loads; the line at start says which.
+sampling=$(sed -n -e 's/^Sampling threads with the BPF task iterator.*/bpf/p' -e 's/^Sampling threads from \/proc.*/proc/p' "$log")
+check "status: sampling ($sampling, as the log says)" grep -qxF "    Sampling: $sampling; groups every 100 ms, threads every 200 ms" "$tmp/out"
 check "status: dry run" grep -qxF "     Dry run: no" "$tmp/out"
 ncpus=$("$peltd" --print-topology --json | jq '.cpus | length')
 check "status: topology summary ($(grep Topology: "$tmp/out"))" \
@@ -195,8 +197,9 @@ check "status: a's reason under its row ($reason)" grep -qxF "    $reason" "$tmp
 run 0 --json status
 json=$out
 jqcheck "status --json: the properties in snake_case" "$json" --arg id "/$id" --arg mode "$mode" --arg v "$("$peltd" --version | cut -d' ' -f2)" \
+        --arg sampling "$sampling" \
         '.policy == "performance" and .policies == ["power", "performance", "balanced"] and .dry_run == false and
-         .cgroup_root == $id and .cgroup_mode == $mode and .backend == "cgroupfs" and .sampling_backend == "proc" and
+         .cgroup_root == $id and .cgroup_mode == $mode and .backend == "cgroupfs" and .sampling_backend == $sampling and
          .sample_interval_usec == 100000 and .task_sample_interval_usec == 200000 and .rounds > 0 and
          (.changes | type) == "number" and .version == $v'
 jqcheck "status --json: the groups" "$json" --argjson want "$groups_sorted" '[.groups[].path] | sort == $want'
