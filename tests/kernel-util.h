@@ -19,6 +19,7 @@
 #include "peltd/config.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
+#include "peltd/sampling.h"
 #include "test-cleanup.h"
 
 /*
@@ -185,6 +186,86 @@ static json_object *get(json_object *o, const char *key) {
 
 static double median3(double v[ONCE_RUNS]) {
         return bench_median(v, ONCE_RUNS);
+}
+
+/* ---- threads that start, move and exit while sampling runs ----------------------------------------- */
+
+/*
+ * The same events for each backend: stay and mover in a, leaver in b (workers named comm); after
+ * the sixth round late starts in a and mover moves to b, after the eleventh leaver is killed.
+ */
+typedef struct Events {
+        const char *comm;
+        pid_t stay, mover, leaver, late;
+        char group_a[128], group_b[128];
+        bool found_late;
+} Events;
+
+static void events_start(Events *ev, const char *comm) {
+        *ev = (Events){ .comm = comm };
+        snprintf(ev->group_a, sizeof ev->group_a, "%s/a", top);
+        snprintf(ev->group_b, sizeof ev->group_b, "%s/b", top);
+        ev->stay = duty_worker("a", comm, 3.1, 0.3, 0);
+        ev->mover = duty_worker("a", comm, 2.3, 0.3, 0);
+        ev->leaver = duty_worker("b", comm, 4.7, 0.3, 0);
+}
+
+/* What happens after sampling's round k (from 0); late is looked for from the eighth on. */
+static void events_round(Events *ev, Sampling *s, int k) {
+        if (k == 5) {
+                ev->late = duty_worker("a", ev->comm, 2.3, 0.2, 0);
+                bench_cgroup_attach(ev->group_b, ev->mover);
+        }
+        if (k == 10) {
+                kill(ev->leaver, SIGKILL);
+                waitpid(ev->leaver, NULL, 0);
+                bench_forget_child(ev->leaver);
+        }
+        if (k > 6 && !ev->found_late) {
+                SampledThread *t;
+                size_t nt = sampling_threads(s, &t);
+
+                for (size_t i = 0; i < nt; i++)
+                        ev->found_late |= t[i].tid == ev->late;
+        }
+}
+
+/*
+ * After the rounds: late was found; the leaver is gone, the mover is in b, stay and late are in a
+ * and run. a counts two threads and its runnable comes from them (stay 30%, late 20%); b counts
+ * the mover alone.
+ */
+static void events_check(const Events *ev, Sampling *s) {
+        SampledThread *t;
+        SampledGroup *g;
+        size_t nt, ng;
+
+        assert_true(ev->found_late);
+        nt = sampling_threads(s, &t);
+        for (size_t i = 0; i < nt; i++) {
+                assert_true(t[i].tid != ev->leaver);
+                if (t[i].tid == ev->mover)
+                        assert_string_equal(t[i].cgroup, ev->group_b);
+                if (t[i].tid == ev->stay || t[i].tid == ev->late) {
+                        assert_string_equal(t[i].cgroup, ev->group_a);
+                        assert_true(t[i].v.util_avg > 100);
+                }
+                if (startswith(t[i].cgroup, top))
+                        printf("# %d %s %s util %d runnable %d\n", (int) t[i].tid, t[i].comm, t[i].cgroup, (int) t[i].v.util_avg,
+                               (int) t[i].v.runnable_avg);
+        }
+        ng = sampling_groups(s, &g);
+        assert_int_equal(ng, 2);
+        for (size_t i = 0; i < ng; i++) {
+                if (streq(g[i].path, ev->group_a)) {
+                        assert_int_equal(g[i].nr_tasks, 2);
+                        assert_true(g[i].v.runnable_avg > 300);
+                } else {
+                        assert_string_equal(g[i].path, ev->group_b);
+                        assert_int_equal(g[i].nr_tasks, 1);
+                        assert_true(g[i].v.runnable_avg > 150);
+                }
+        }
 }
 
 /* ---- a PID namespace of its own ------------------------------------------------------------------- */

@@ -470,19 +470,12 @@ static void test_sampling_events(_unused_ void **state) {
         _cleanup_sampling_ Sampling *s = NULL;
         static const unsigned caps[2] = { 1024, 1024 };
         BpfSampler *bpf = NULL;
-        pid_t stay, mover, leaver, late = 0;
         SampledThread *t;
-        SampledGroup *g;
-        size_t nt, ng;
-        char group_a[128], group_b[128];
-        bool found_late = false, leaver_seen = false;
+        size_t nt;
+        bool leaver_seen = false;
+        Events ev;
 
-        snprintf(group_a, sizeof group_a, "%s/a", top);
-        snprintf(group_b, sizeof group_b, "%s/b", top);
-        stay = worker("a", 3.1, 0.3, 0);
-        mover = worker("a", 2.3, 0.3, 0);
-        leaver = worker("b", 4.7, 0.3, 0);
-
+        events_start(&ev, "bpf-worker");
         assert_int_equal(cgroup_fs_open_system(&fs), 0);
         assert_int_equal(rootdir_open("/proc", &proc), 0);
         assert_int_equal(rootdir_open("/", &root), 0);
@@ -501,55 +494,16 @@ static void test_sampling_events(_unused_ void **state) {
                 usleep(50 * 1000);
                 assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
                 assert_int_equal(proc_sampler_n_kept_fds(sampling_proc_sampler(s)), 0);
-                if (k == 5) {
-                        late = worker("a", 2.3, 0.2, 0);
-                        bench_cgroup_attach(group_b, mover);
-                }
+                events_round(&ev, s, k);
+                /* Before it is killed, the leaver is seen in b. */
                 if (k == 8) {
                         nt = sampling_threads(s, &t);
                         for (size_t i = 0; i < nt; i++)
-                                leaver_seen |= t[i].tid == leaver && streq(t[i].cgroup, group_b);
-                }
-                if (k == 10) {
-                        kill(leaver, SIGKILL);
-                        waitpid(leaver, NULL, 0);
-                        bench_forget_child(leaver);
-                }
-                if (k > 6 && !found_late) {
-                        nt = sampling_threads(s, &t);
-                        for (size_t i = 0; i < nt; i++)
-                                found_late |= t[i].tid == late;
+                                leaver_seen |= t[i].tid == ev.leaver && streq(t[i].cgroup, ev.group_b);
                 }
         }
         assert_true(leaver_seen);
-        assert_true(found_late);
-
-        nt = sampling_threads(s, &t);
-        for (size_t i = 0; i < nt; i++) {
-                assert_true(t[i].tid != leaver);
-                if (t[i].tid == mover)
-                        assert_string_equal(t[i].cgroup, group_b);
-                if (t[i].tid == stay || t[i].tid == late) {
-                        assert_string_equal(t[i].cgroup, group_a);
-                        assert_true(t[i].v.util_avg > 100);
-                }
-                if (startswith(t[i].cgroup, top))
-                        printf("# %d %s %s util %d runnable %d\n", (int) t[i].tid, t[i].comm, t[i].cgroup, (int) t[i].v.util_avg,
-                               (int) t[i].v.runnable_avg);
-        }
-        ng = sampling_groups(s, &g);
-        assert_int_equal(ng, 2);
-        for (size_t i = 0; i < ng; i++) {
-                if (streq(g[i].path, group_a)) {
-                        assert_int_equal(g[i].nr_tasks, 2);
-                        assert_true(g[i].v.runnable_avg > 300);
-                } else {
-                        assert_string_equal(g[i].path, group_b);
-                        /* The mover; the leaver exited. */
-                        assert_int_equal(g[i].nr_tasks, 1);
-                        assert_true(g[i].v.runnable_avg > 150);
-                }
-        }
+        events_check(&ev, s);
 }
 
 /* ---- a PID namespace of its own: its ids, exits, a TID reused ---------------------------------- */

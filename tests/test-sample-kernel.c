@@ -213,27 +213,18 @@ static void test_once_against_kernel(_unused_ void **state) {
         }
 }
 
-/* Threads that start, move and exit while sampling runs. */
+/* Threads that start, move and exit while sampling runs (kernel-util.h's events), read from /proc. */
 static void test_sampling_events(_unused_ void **state) {
         _cleanup_config_ Config *config = top_config();
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         _cleanup_rootdir_ RootDir *proc = NULL;
         _cleanup_sampling_ Sampling *s = NULL;
         static const unsigned caps[2] = { 1024, 1024 };
-        pid_t stay, mover, leaver, late = 0;
-        SampledThread *t;
         SampledGroup *g;
-        size_t nt, ng;
-        uint64_t now = bench_now_ns();
-        char group_a[128], group_b[128];
-        bool found_late = false;
+        size_t ng;
+        Events ev;
 
-        snprintf(group_a, sizeof group_a, "%s/a", top);
-        snprintf(group_b, sizeof group_b, "%s/b", top);
-        stay = worker("a", 3.1, 0.3, 0);
-        mover = worker("a", 2.3, 0.3, 0);
-        leaver = worker("b", 4.7, 0.3, 0);
-
+        events_start(&ev, NULL);
         assert_int_equal(cgroup_fs_open_system(&fs), 0);
         assert_int_equal(fs->mode, bench_cgroup_v2() ? CGROUP_MODE_V2 : CGROUP_MODE_V1);
         assert_int_equal(rootdir_open("/proc", &proc), 0);
@@ -247,54 +238,15 @@ static void test_sampling_events(_unused_ void **state) {
 
         for (int k = 0; k < 30; k++) {
                 usleep(50 * 1000);
-                now = bench_now_ns();
-                assert_int_equal(sampling_round(s, now, true), 0);
-                if (k == 5) {
-                        late = worker("a", 2.3, 0.2, 0);
-                        bench_cgroup_attach(group_b, mover);
-                }
-                if (k == 10) {
-                        kill(leaver, SIGKILL);
-                        waitpid(leaver, NULL, 0);
-                        bench_forget_child(leaver);
-                }
-                if (k > 6 && !found_late) {
-                        nt = sampling_threads(s, &t);
-                        for (size_t i = 0; i < nt; i++)
-                                if (t[i].tid == late)
-                                        found_late = true;
-                }
+                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
+                events_round(&ev, s, k);
         }
-        assert_true(found_late);
-
-        nt = sampling_threads(s, &t);
-        for (size_t i = 0; i < nt; i++) {
-                assert_true(t[i].tid != leaver);
-                if (t[i].tid == mover)
-                        assert_string_equal(t[i].cgroup, group_b);
-                if (t[i].tid == stay || t[i].tid == late) {
-                        assert_string_equal(t[i].cgroup, group_a);
-                        assert_true(t[i].v.util_avg > 100);
-                }
-        }
-        for (size_t i = 0; i < nt; i++)
-                if (strneq(t[i].cgroup, top, strlen(top)))
-                        printf("# %d %s %s util %d runnable %d\n", (int) t[i].tid, t[i].comm, t[i].cgroup, (int) t[i].v.util_avg,
-                               (int) t[i].v.runnable_avg);
+        events_check(&ev, s);
+        /* b's util too: the mover's. */
         ng = sampling_groups(s, &g);
-        assert_int_equal(ng, 2);
-        for (size_t i = 0; i < ng; i++) {
-                if (streq(g[i].path, group_a)) {
-                        assert_int_equal(g[i].nr_tasks, 2);
-                        /* stay (30%) and late (20%): a's runnable comes from its threads. */
-                        assert_true(g[i].v.runnable_avg > 300);
-                } else {
-                        assert_string_equal(g[i].path, group_b);
-                        assert_int_equal(g[i].nr_tasks, 1);
-                        assert_true(g[i].v.runnable_avg > 150);
+        for (size_t i = 0; i < ng; i++)
+                if (streq(g[i].path, ev.group_b))
                         assert_true(g[i].v.util_avg > 150);
-                }
-        }
 }
 
 /*
