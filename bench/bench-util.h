@@ -247,6 +247,13 @@ static inline void bench_forget_child(pid_t pid) {
                         bench_children[i] = 0;
 }
 
+/* Sends sig to a kept child, reaps it and forgets it. */
+static inline void bench_stop_child(pid_t pid, int sig) {
+        kill(pid, sig);
+        waitpid(pid, NULL, 0);
+        bench_forget_child(pid);
+}
+
 /* Kills every child first and reaps them after: they end side by side. */
 static inline void bench_kill_children(void) {
         for (size_t i = 0; i < bench_n_children; i++)
@@ -377,6 +384,14 @@ static inline void bench_cgroup_remove(const char *top) {
                         return;
                 usleep(50 * 1000);
         }
+}
+
+/* Removes path and everything below it (rm -rf); quiet on failure. */
+static inline void bench_rm_rf(const char *path) {
+        char cmd[600];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+        (void) !system(cmd);
 }
 
 /*

@@ -454,16 +454,9 @@ static void defaults_daemon(const char *peltd, const char *backend, double *ret_
         *ret_rss_kib = process_rss_kib(pid);
         floor_close(&f);
 
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
-        bench_forget_child(pid);
+        bench_stop_child(pid, SIGTERM);
         unlink(conf);
-        {
-                char cmd[300];
-
-                snprintf(cmd, sizeof cmd, "rm -rf '%s'", state);
-                (void) !system(cmd);
-        }
+        bench_rm_rf(state);
 }
 
 /*
@@ -665,16 +658,9 @@ static MetricsRun metrics_run(const char *peltd, const char *base) {
         /* The same work alone in this thread, on made-up values, in the same directory: 200 writes. */
         r.per_write_ns = render_write_ns(dir, 200);
 
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
-        bench_forget_child(pid);
+        bench_stop_child(pid, SIGTERM);
         remove_metrics_daemon_files(conf);
-        {
-                char cmd[200];
-
-                snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-                (void) !system(cmd);
-        }
+        bench_rm_rf(dir);
         return r;
 }
 

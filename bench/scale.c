@@ -71,10 +71,7 @@ static void cleanup(void) {
         bench_kill_children();
         bench_cgroup_remove(top);
         if (tmp[0]) {
-                char cmd[128];
-
-                snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-                (void) !system(cmd);
+                bench_rm_rf(tmp);
                 tmp[0] = 0;
         }
 }

@@ -216,11 +216,8 @@ static void events_round(Events *ev, Sampling *s, int k) {
                 ev->late = duty_worker("a", ev->comm, 2.3, 0.2, 0);
                 bench_cgroup_attach(ev->group_b, ev->mover);
         }
-        if (k == 10) {
-                kill(ev->leaver, SIGKILL);
-                waitpid(ev->leaver, NULL, 0);
-                bench_forget_child(ev->leaver);
-        }
+        if (k == 10)
+                bench_stop_child(ev->leaver, SIGKILL);
         if (k > 6 && !ev->found_late) {
                 SampledThread *t;
                 size_t nt = sampling_threads(s, &t);
