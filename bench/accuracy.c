@@ -27,7 +27,6 @@
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
-#include <sys/prctl.h>
 
 #include "../tests/machine-lock.h"
 #include "bench-util.h"
@@ -64,30 +63,19 @@ static const unsigned long nice_weight[40] = {
 };
 
 static char top[64];
-static pid_t children[N_THREADS];
 
 static void cleanup(void) {
-        for (size_t i = 0; i < N_THREADS; i++)
-                if (children[i] > 0) {
-                        kill(children[i], SIGKILL);
-                        waitpid(children[i], NULL, 0);
-                        children[i] = 0;
-                }
+        bench_kill_children();
         bench_cgroup_remove(top);
 }
 
 /* ---- the duty-cycle workers: one process each, so that v1 and v2 attach them alike ------------ */
 
-static _Noreturn void duty_worker(const Duty *d) {
-        uint64_t period = (uint64_t) (d->period_ms * 1e6), busy = (uint64_t) (d->period_ms * d->duty * 1e6);
+static pid_t duty_worker(const Duty *d) {
         char group[128];
 
         snprintf(group, sizeof group, "%s/%s", top, d->group);
-        bench_cgroup_attach(group, getpid());
-        if (setpriority(PRIO_PROCESS, 0, d->nice) < 0)
-                bench_die("setpriority: %s", strerror(errno));
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        bench_duty_loop(period, busy);
+        return bench_spawn_duty(group, NULL, d->nice, (uint64_t) (d->period_ms * 1e6), (uint64_t) (d->period_ms * d->duty * 1e6));
 }
 
 /* ---- the kernel's values --------------------------------------------------------------------- */
@@ -97,33 +85,18 @@ typedef struct Kernel {
         unsigned n;
 } Kernel;
 
-static bool sched_field(const char *buf, const char *key, double *ret) {
-        const char *p = strstr(buf, key);
-
-        if (!p)
-                return false;
-        p = strchr(p, ':');
-        return p && sscanf(p + 1, "%lf", ret) == 1;
-}
-
 static void read_kernel(const pid_t *tids, Kernel *k) {
         for (size_t i = 0; i < N_THREADS; i++) {
                 char path[128], buf[4096];
                 double u, r, l;
-                int fd;
                 ssize_t n;
 
                 snprintf(path, sizeof path, "/proc/%d/task/%d/sched", (int) tids[i], (int) tids[i]);
-                fd = open(path, O_RDONLY | O_CLOEXEC);
-                if (fd < 0)
-                        bench_die("%s: %s", path, strerror(errno));
-                n = read(fd, buf, sizeof buf - 1);
-                close(fd);
+                n = bench_read_text(path, buf, sizeof buf);
                 if (n <= 0)
-                        bench_die("%s: short read", path);
-                buf[n] = 0;
-                if (!sched_field(buf, "se.avg.util_avg", &u) || !sched_field(buf, "se.avg.runnable_avg", &r) ||
-                    !sched_field(buf, "se.avg.load_avg", &l))
+                        bench_die("%s: %s", path, n < 0 ? strerror((int) -n) : "short read");
+                if (!bench_sched_field(buf, "se.avg.util_avg", &u) || !bench_sched_field(buf, "se.avg.runnable_avg", &r) ||
+                    !bench_sched_field(buf, "se.avg.load_avg", &l))
                         bench_die("%s: no se.avg fields", path);
                 k[i].util += u;
                 k[i].runnable += r;
@@ -310,15 +283,8 @@ int main(int argc, char *argv[]) {
         fprintf(f, "[Daemon]\nCgroupRoot=%s\n", top);
         fclose(f);
 
-        for (size_t i = 0; i < N_THREADS; i++) {
-                pid_t pid = fork();
-
-                if (pid < 0)
-                        bench_die("fork: %s", strerror(errno));
-                if (pid == 0)
-                        duty_worker(&duties[i]);
-                children[i] = tids[i] = pid;
-        }
+        for (size_t i = 0; i < N_THREADS; i++)
+                tids[i] = duty_worker(&duties[i]);
 
         {
                 /* This process (its reads of /proc) and peltd, which inherits it, on CPU 0. */

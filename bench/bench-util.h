@@ -2,11 +2,13 @@
 #pragma once
 
 /*
- * Helpers the benchmarks share: a private cgroup subtree in the cpu, cpuacct and cpuset hierarchies
- * (v1) or in the unified one (v2), and running peltd --once with its JSON captured.
+ * Helpers the benchmarks (and the sampling tests on the real kernel) share: a private cgroup subtree
+ * in the cpu, cpuacct and cpuset hierarchies (v1) or in the unified one (v2), processes started in
+ * its groups and ended at the end, /proc read, and running peltd --once with its JSON captured.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -223,6 +225,140 @@ static inline void bench_cgroup_attach(const char *group, pid_t pid) {
 }
 
 /*
+ * The processes started in the groups (bench_spawn() and what is built on it keep theirs here):
+ * bench_kill_children() kills and reaps every one still kept, as a program's cleanup does.
+ */
+static pid_t *bench_children;
+static size_t bench_n_children;
+
+static inline void bench_add_child(pid_t pid) {
+        pid_t *c = realloc(bench_children, (bench_n_children + 1) * sizeof *c);
+
+        if (!c)
+                bench_die("out of memory");
+        bench_children = c;
+        bench_children[bench_n_children++] = pid;
+}
+
+/* A child the caller has reaped itself: not killed again. */
+static inline void bench_forget_child(pid_t pid) {
+        for (size_t i = 0; i < bench_n_children; i++)
+                if (bench_children[i] == pid)
+                        bench_children[i] = 0;
+}
+
+/* Sends sig to a kept child, reaps it and forgets it. */
+static inline void bench_stop_child(pid_t pid, int sig) {
+        kill(pid, sig);
+        waitpid(pid, NULL, 0);
+        bench_forget_child(pid);
+}
+
+/* Kills every child first and reaps them after: they end side by side. */
+static inline void bench_kill_children(void) {
+        for (size_t i = 0; i < bench_n_children; i++)
+                if (bench_children[i] > 0)
+                        kill(bench_children[i], SIGKILL);
+        for (size_t i = 0; i < bench_n_children; i++)
+                if (bench_children[i] > 0)
+                        waitpid(bench_children[i], NULL, 0);
+        free(bench_children);
+        bench_children = NULL;
+        bench_n_children = 0;
+}
+
+/* In a child of bench_spawn(): tells the parent it is ready (exits 3 where it cannot). */
+static inline void bench_ready(int ready_fd) {
+        if (write(ready_fd, "x", 1) != 1)
+                _exit(3);
+        close(ready_fd);
+}
+
+/*
+ * Starts a child in group (every hierarchy), named comm (NULL: as this program), that dies with
+ * this process and runs body(ready_fd, arg), which calls bench_ready(ready_fd) once it is set up
+ * and never returns. Returns the child's pid once it is ready; it is kept among the children.
+ */
+static inline pid_t bench_spawn(const char *group, const char *comm, void (*body)(int ready_fd, const void *arg), const void *arg) {
+        int p[2];
+        pid_t pid;
+        char c;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                bench_die("pipe: %s", strerror(errno));
+        pid = fork();
+        if (pid < 0)
+                bench_die("fork: %s", strerror(errno));
+        if (pid == 0) {
+                /* Not this process's cleanup: a signal to the process group just ends the child. */
+                signal(SIGINT, SIG_DFL);
+                signal(SIGTERM, SIG_DFL);
+                signal(SIGHUP, SIG_DFL);
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (comm)
+                        prctl(PR_SET_NAME, comm);
+                close(p[0]);
+                bench_cgroup_attach(group, getpid());
+                body(p[1], arg);
+                _exit(3);
+        }
+        close(p[1]);
+        if (read(p[0], &c, 1) != 1)
+                bench_die("a process in %s failed to start", group);
+        close(p[0]);
+        bench_add_child(pid);
+        return pid;
+}
+
+typedef struct BenchDuty {
+        int nice;
+        uint64_t period_ns, busy_ns;
+} BenchDuty;
+
+static inline void bench_duty_body(int ready_fd, const void *arg) {
+        const BenchDuty *d = arg;
+
+        if (setpriority(PRIO_PROCESS, 0, d->nice) < 0)
+                _exit(3);
+        bench_ready(ready_fd);
+        bench_duty_loop(d->period_ns, d->busy_ns);
+}
+
+/* A process in group at nice, named comm (NULL: as this program), running busy_ns of every period_ns (bench_duty_loop). */
+static inline pid_t bench_spawn_duty(const char *group, const char *comm, int nice, uint64_t period_ns, uint64_t busy_ns) {
+        return bench_spawn(group, comm, bench_duty_body, &(BenchDuty){ .nice = nice, .period_ns = period_ns, .busy_ns = busy_ns });
+}
+
+static inline void *bench_sleeping_thread(void *arg) {
+        (void) arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
+static inline void bench_sleepers_body(int ready_fd, const void *arg) {
+        size_t n = *(const size_t *) arg;
+        pthread_attr_t a;
+
+        pthread_attr_init(&a);
+        pthread_attr_setstacksize(&a, 64 * 1024);
+        for (size_t i = 1; i < n; i++) {
+                pthread_t t;
+
+                if (pthread_create(&t, &a, bench_sleeping_thread, NULL) != 0)
+                        _exit(3);
+        }
+        bench_ready(ready_fd);
+        for (;;)
+                pause();
+}
+
+/* A process of n threads (its main thread one of them) that only sleep, in group, named comm (NULL: as this program); returns once they all exist. */
+static inline pid_t bench_spawn_sleepers(const char *group, const char *comm, size_t n) {
+        return bench_spawn(group, comm, bench_sleepers_body, &n);
+}
+
+/*
  * Removes top and everything below it in every hierarchy (children first). A group whose last task
  * is still exiting refuses rmdir for a moment: tries again for up to a second. Quiet on failure.
  */
@@ -248,6 +384,14 @@ static inline void bench_cgroup_remove(const char *top) {
                         return;
                 usleep(50 * 1000);
         }
+}
+
+/* Removes path and everything below it (rm -rf); quiet on failure. */
+static inline void bench_rm_rf(const char *path) {
+        char cmd[600];
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", path);
+        (void) !system(cmd);
 }
 
 /*
@@ -297,4 +441,29 @@ static inline int bench_run(char *const argv[], char **ret_out, struct rusage *r
 
 static inline double bench_tv_sec(struct timeval tv) {
         return (double) tv.tv_sec + (double) tv.tv_usec / 1e6;
+}
+
+/* Reads path whole (up to size - 1 bytes) into buf, NUL-terminated; returns the length, or -errno. */
+static inline ssize_t bench_read_text(const char *path, char *buf, size_t size) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n;
+
+        if (fd < 0)
+                return -errno;
+        n = read(fd, buf, size - 1);
+        if (n < 0)
+                n = -errno;
+        close(fd);
+        buf[n > 0 ? n : 0] = 0;
+        return n;
+}
+
+/* The value of key in the text of a /proc/PID/task/TID/sched ("se.avg.util_avg   :   123"); false where it has none. */
+static inline bool bench_sched_field(const char *text, const char *key, double *ret) {
+        const char *p = strstr(text, key);
+
+        if (!p)
+                return false;
+        p = strchr(p, ':');
+        return p && sscanf(p + 1, "%lf", ret) == 1;
 }

@@ -58,70 +58,9 @@
 #define METRICS_SECONDS 20
 
 static char top[64];
-static pid_t *children;
-static size_t n_children;
-
-/* Killed and reaped by cleanup(). */
-static void add_child(pid_t pid) {
-        children = realloc(children, (n_children + 1) * sizeof *children);
-        if (!children)
-                bench_die("out of memory");
-        children[n_children++] = pid;
-}
-
 static void cleanup(void) {
-        for (size_t i = 0; i < n_children; i++)
-                if (children[i] > 0)
-                        kill(children[i], SIGKILL);
-        for (size_t i = 0; i < n_children; i++)
-                if (children[i] > 0)
-                        waitpid(children[i], NULL, 0);
-        n_children = 0;
+        bench_kill_children();
         bench_cgroup_remove(top);
-}
-
-static void *sleeper(void *arg) {
-        (void) arg;
-        for (;;)
-                pause();
-        return NULL;
-}
-
-/* A process of n sleeping threads (and its main thread) in group; returns once they all exist. */
-static pid_t spawn_sleepers(const char *group, size_t n) {
-        int p[2];
-        pid_t pid;
-        char c;
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                bench_die("pipe: %s", strerror(errno));
-        pid = fork();
-        if (pid < 0)
-                bench_die("fork: %s", strerror(errno));
-        if (pid == 0) {
-                pthread_attr_t a;
-
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                bench_cgroup_attach(group, getpid());
-                pthread_attr_init(&a);
-                pthread_attr_setstacksize(&a, 64 * 1024);
-                for (size_t i = 0; i + 1 < n; i++) {
-                        pthread_t t;
-
-                        if (pthread_create(&t, &a, sleeper, NULL) != 0)
-                                _exit(3);
-                }
-                if (write(p[1], "x", 1) != 1)
-                        _exit(3);
-                for (;;)
-                        pause();
-        }
-        close(p[1]);
-        if (read(p[0], &c, 1) != 1)
-                bench_die("a sleeper process failed to start its threads");
-        close(p[0]);
-        add_child(pid);
-        return pid;
 }
 
 /* ---- the floor: kept-open schedstat fds of every thread, pread in a loop ----------------------- */
@@ -494,7 +433,7 @@ static void defaults_daemon(const char *peltd, const char *backend, double *ret_
                 bench_die("mkdir %s: %s", state, strerror(errno));
 
         pid = spawn_peltd((char *[]){ (char *) peltd, "--config", conf, NULL }, true);
-        add_child(pid);
+        bench_add_child(pid);
 
         /* Its start-up (a descriptor per thread, the first rounds) is not the steady state. */
         floor_open(&f);
@@ -515,18 +454,9 @@ static void defaults_daemon(const char *peltd, const char *backend, double *ret_
         *ret_rss_kib = process_rss_kib(pid);
         floor_close(&f);
 
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
-        for (size_t i = 0; i < n_children; i++)
-                if (children[i] == pid)
-                        children[i] = 0;
+        bench_stop_child(pid, SIGTERM);
         unlink(conf);
-        {
-                char cmd[300];
-
-                snprintf(cmd, sizeof cmd, "rm -rf '%s'", state);
-                (void) !system(cmd);
-        }
+        bench_rm_rf(state);
 }
 
 /*
@@ -608,16 +538,7 @@ static void bpf_read_steady(double *ret_floor_ns, double *ret_bpf_ns, size_t *re
 
 /* A process with one thread busy 20% of every 3.1 ms, in group. */
 static void spawn_busy(const char *group) {
-        pid_t pid = fork();
-
-        if (pid < 0)
-                bench_die("fork: %s", strerror(errno));
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                bench_cgroup_attach(group, getpid());
-                bench_duty_loop(3100 * 1000, 620 * 1000);
-        }
-        add_child(pid);
+        bench_spawn_duty(group, NULL, 0, 3100 * 1000, 620 * 1000);
 }
 
 /* ---- 4: the metrics file ---------------------------------------------------------------------- */
@@ -716,7 +637,7 @@ static MetricsRun metrics_run(const char *peltd, const char *base) {
                 bench_die("mkdtemp %s: %s", dir, strerror(errno));
         snprintf(file, sizeof file, "%s/peltd.prom", dir);
         pid = spawn_metrics_daemon(peltd, "metrics", file, conf, sizeof conf);
-        add_child(pid);
+        bench_add_child(pid);
 
         usleep(3000 * 1000);
         start = bench_now_ns();
@@ -737,18 +658,9 @@ static MetricsRun metrics_run(const char *peltd, const char *base) {
         /* The same work alone in this thread, on made-up values, in the same directory: 200 writes. */
         r.per_write_ns = render_write_ns(dir, 200);
 
-        kill(pid, SIGTERM);
-        waitpid(pid, NULL, 0);
-        for (size_t i = 0; i < n_children; i++)
-                if (children[i] == pid)
-                        children[i] = 0;
+        bench_stop_child(pid, SIGTERM);
         remove_metrics_daemon_files(conf);
-        {
-                char cmd[200];
-
-                snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-                (void) !system(cmd);
-        }
+        bench_rm_rf(dir);
         return r;
 }
 
@@ -784,7 +696,7 @@ static bool metrics_cost(const char *peltd) {
         for (int i = 0; i < METRICS_GROUPS; i++) {
                 snprintf(group, sizeof group, "%s/g%03d", top, i);
                 bench_cgroup_create(group);
-                spawn_sleepers(group, 5);
+                bench_spawn_sleepers(group, NULL, 5);
                 if (i < 2)
                         spawn_busy(group);
         }
@@ -873,7 +785,7 @@ int main(int argc, char *argv[]) {
         bench_cgroup_create(top);
         snprintf(group, sizeof group, "%s/sleepers", top);
         bench_cgroup_create(group);
-        spawn_sleepers(group, SLEEPERS);
+        bench_spawn_sleepers(group, NULL, SLEEPERS);
         threads = count_threads();
         conf = write_conf(top);
 
@@ -949,7 +861,7 @@ int main(int argc, char *argv[]) {
                 for (int i = 0; i < SCALE_GROUPS; i++) {
                         snprintf(group, sizeof group, "%s/g%04d", top, i);
                         bench_cgroup_create(group);
-                        spawn_sleepers(group, SCALE_THREADS_PER_GROUP);
+                        bench_spawn_sleepers(group, NULL, SCALE_THREADS_PER_GROUP);
                 }
                 threads = count_threads();
                 printf("\nscale: %zu threads, %d groups (set up in %.1f s)\n", threads, SCALE_GROUPS, (double) (bench_now_ns() - t0) / 1e9);

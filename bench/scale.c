@@ -27,7 +27,6 @@
  * and 4x (d). Exit 1 when a target is missed, 2 on setup errors. Usage: scale PELTD [--quick]
  */
 #include <dirent.h>
-#include <pthread.h>
 #include <sys/prctl.h>
 
 #include "../tests/machine-lock.h"
@@ -57,28 +56,11 @@ static const Sizes quick = {
 
 static char top[64], tmp[64], conf[128], state[128], logpath[128];
 static const char *peltd;
-static pid_t *children;
-static size_t n_children;
 static pid_t daemon_pid;
 static bool v2;
 static char all_cpus[256];
 
 /* ---- the subtree and its sleepers --------------------------------------------------------------- */
-
-static void add_child(pid_t pid) {
-        children = realloc(children, (n_children + 1) * sizeof *children);
-        if (!children)
-                bench_die("out of memory");
-        children[n_children++] = pid;
-}
-
-static void kill_children(void) {
-        for (size_t i = 0; i < n_children; i++)
-                kill(children[i], SIGKILL);
-        for (size_t i = 0; i < n_children; i++)
-                waitpid(children[i], NULL, 0);
-        n_children = 0;
-}
 
 static void cleanup(void) {
         if (daemon_pid > 0) {
@@ -86,62 +68,12 @@ static void cleanup(void) {
                 waitpid(daemon_pid, NULL, 0);
                 daemon_pid = 0;
         }
-        kill_children();
+        bench_kill_children();
         bench_cgroup_remove(top);
         if (tmp[0]) {
-                char cmd[128];
-
-                snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-                (void) !system(cmd);
+                bench_rm_rf(tmp);
                 tmp[0] = 0;
         }
-}
-
-static void *sleeper(void *arg) {
-        (void) arg;
-        for (;;)
-                pause();
-        return NULL;
-}
-
-/* A process of n threads (its main thread one of them) sleeping in group; returns once they exist. */
-static void spawn_sleepers(const char *group, unsigned n) {
-        int p[2];
-        pid_t pid;
-        char c;
-
-        if (pipe2(p, O_CLOEXEC) < 0)
-                bench_die("pipe: %s", strerror(errno));
-        pid = fork();
-        if (pid < 0)
-                bench_die("fork: %s", strerror(errno));
-        if (pid == 0) {
-                pthread_attr_t a;
-
-                /* Not this process's cleanup: a signal to the process group just ends a sleeper. */
-                signal(SIGINT, SIG_DFL);
-                signal(SIGTERM, SIG_DFL);
-                signal(SIGHUP, SIG_DFL);
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                bench_cgroup_attach(group, getpid());
-                pthread_attr_init(&a);
-                pthread_attr_setstacksize(&a, 64 * 1024);
-                for (unsigned i = 1; i < n; i++) {
-                        pthread_t t;
-
-                        if (pthread_create(&t, &a, sleeper, NULL) != 0)
-                                _exit(3);
-                }
-                if (write(p[1], "x", 1) != 1)
-                        _exit(3);
-                for (;;)
-                        pause();
-        }
-        close(p[1]);
-        if (read(p[0], &c, 1) != 1)
-                bench_die("a sleeper process failed to start its threads");
-        close(p[0]);
-        add_child(pid);
 }
 
 static const char *group_name(unsigned i) {
@@ -171,12 +103,12 @@ static void make_tree(unsigned n, unsigned threads) {
         for (unsigned i = 0; i < n; i++) {
                 bench_cgroup_create(group_name(i));
                 if (threads > 0)
-                        spawn_sleepers(group_name(i), threads / n + (i < threads % n));
+                        bench_spawn_sleepers(group_name(i), NULL, threads / n + (i < threads % n));
         }
 }
 
 static void remove_tree(void) {
-        kill_children();
+        bench_kill_children();
         bench_cgroup_remove(top);
 }
 

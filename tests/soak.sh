@@ -21,50 +21,26 @@ seconds=${4:-60}
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
 . "$here/dbus-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-soak-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
-conf=$tmp/peltd.conf
-log=$tmp/peltd.log
-daemon_pid=
-bg_pids=()
-failures=0
-
-cg_detect
+daemon_test_begin soak
 cpuacct_root=/sys/fs/cgroup/cpuacct
-all_cpus=$(cat /sys/devices/system/cpu/online)
+bg_pids=()
+# The metrics file too, rewritten every second as groups come and go: its own, in the scratch directory.
+metrics_file=$tmp/metrics.prom
 
 cleanup() {
         local p
-        [[ -n $daemon_pid ]] && kill -KILL "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
-        for p in "${bg_pids[@]}"; do
-                kill -KILL "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
+        end_pids KILL "${bg_pids[@]}"
         # Anything still in the subtree (a workload of a temporary group) goes too.
         for p in $(cat "$cpuacct_root/$id"/*/tasks "$cpuacct_root/$id"/tasks 2>/dev/null); do
                 kill -KILL "$p" 2>/dev/null
         done
         dbus_cleanup
-        cg_remove "/$id"
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-        echo "FAIL: $*"
-        failures=$((failures + 1))
 }
 
 [[ $mode == v1 ]] || { echo "the soak writes v1 paths"; exit 77; }
 [[ $all_cpus != 0 ]] || { echo "FAIL: the soak needs two CPUs online"; exit 1; }
-
-write_config() { # POLICY
-        # The metrics file too, rewritten every second as groups come and go: its own, in the scratch directory.
-        printf '[Daemon]\nPolicy=%s\nCgroupRoot=/%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\nStateFile=%s/state/originals\nMetricsFile=%s/metrics.prom\n' \
-                "$1" "$id" "$tmp" "$tmp" > "$conf"
-}
 
 rss_kib() { sed -n 's/^VmRSS:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$daemon_pid/status"; }
 fds() { ls "/proc/$daemon_pid/fd" | wc -l; }
@@ -96,9 +72,8 @@ done
 mkdir -m 0700 "$tmp/state"
 dbus_start "$tmp" || { fail "no private bus"; exit 1; }
 write_config power
-"$peltd" --config "$conf" >"$log" 2>&1 &
-daemon_pid=$!
-wait_for 10 grep -q "peltd running" "$log" || { fail "peltd did not start: $(cat "$log")"; exit 1; }
+start_daemon
+wait_for 10 running || { fail "peltd did not start: $(cat "$log")"; exit 1; }
 
 # Warm-up: history for every group, the first placements; then the quiet baseline.
 warm=$((seconds / 6 > 5 ? seconds / 6 : 5))
@@ -213,11 +188,8 @@ else
         fail "thread fds: $tfd2 kept with threads not tracked"
 fi
 
-kill -TERM "$daemon_pid"
-wait "$daemon_pid"
-rc=$?
-daemon_pid=
-((rc == 0)) || fail "peltd exited $rc at SIGTERM"
+stop_daemon TERM
+((daemon_status == 0)) || fail "peltd exited $daemon_status at SIGTERM"
 kill -TERM "$churn_pid"
 wait "$churn_pid" 2>/dev/null
 bg_pids=("${bg_pids[0]}")
@@ -233,8 +205,8 @@ for g in steady churn idle; do
                 fail "/$id/$g: cpus $now_cpus shares $now_shares, was ${before_cpus[$g]} / ${before_shares[$g]}"
         fi
 done
-[[ -e $tmp/state/originals ]] && fail "the state file is still there after a clean stop"
-[[ -e $tmp/metrics.prom ]] && fail "the metrics file is still there after a clean stop"
+[[ -e $state ]] && fail "the state file is still there after a clean stop"
+[[ -e $metrics_file ]] && fail "the metrics file is still there after a clean stop"
 
 # Only the expected lines: start, reloads, placements and restores, the races of a group that
 # vanishes between a read and a write (said at info or as a drop), and late rounds on a machine busy

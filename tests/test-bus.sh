@@ -17,59 +17,18 @@ fake_polkit=$3
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
 . "$here/dbus-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-bus-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
+daemon_test_begin bus
 chmod 0755 "$tmp"
-conf=$tmp/peltd.conf
-state=$tmp/state/originals
-log=$tmp/peltd.log
-daemon_pid=
 monitor_pid=
-polkit_pid=
 workload_pids=()
-failures=0
+fail_log_lines=30
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
-cg_detect
-cg_guard "/$id" "$tmp"
-all_cpus=$(cat /sys/devices/system/cpu/online)
-shares_file=cpu.shares
-[[ $mode == v2 ]] && shares_file=cpu.weight
-
-stop_polkit() {
-        [[ -n $polkit_pid ]] || return 0
-        kill "$polkit_pid" 2>/dev/null
-        wait "$polkit_pid" 2>/dev/null
-        polkit_pid=
-}
-
 cleanup() {
-        [[ -n $daemon_pid ]] && kill -KILL "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
-        [[ -n $monitor_pid ]] && kill "$monitor_pid" 2>/dev/null && wait "$monitor_pid" 2>/dev/null
-        stop_polkit
-        for p in "${workload_pids[@]}"; do
-                kill "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
+        end_pids TERM "$monitor_pid" "${workload_pids[@]}"
         dbus_cleanup
-        cg_remove "/$id"
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-fail() {
-        echo "FAIL: $*"
-        echo "---- peltd log ----"
-        tail -n 30 "$log" 2>/dev/null
-        echo "-------------------"
-        failures=$((failures + 1))
-}
-check() { # DESCRIPTION COMMAND...
-        local what=$1
-        shift
-        if "$@"; then pass "$what"; else fail "$what"; fi
 }
 
 # call [--nobody] METHOD ARGS...: dbus-send's reply or "Error NAME: message" (stdout), its status.
@@ -91,39 +50,12 @@ matches() { # TEXT PATTERN: TEXT matches the glob PATTERN
 is_error() { # NAME OUTPUT
         [[ $2 == *"Error org.freedesktop.DBus.Error.$1:"* ]]
 }
-cpus_of() { cat "$cpuset_root/$id/$1/cpuset.cpus"; }
-shares_of() { cat "$cpu_root/$id/$1/$shares_file"; }
 owned() { busctl --system status org.peltd1 >/dev/null 2>&1; }
-write_config() { # POLICY [extra lines]
-        {
-                echo "[Daemon]"
-                echo "Policy=$1"
-                echo "CgroupRoot=/$id"
-                echo "SampleIntervalMSec=100"
-                echo "TaskSampleIntervalMSec=200"
-                echo "StateFile=$state"
-                echo "MetricsFile="
-                shift
-                printf '%s\n' "$@"
-        } > "$conf"
-}
 start_polkit() { # ANSWER
-        stop_polkit
-        "$fake_polkit" "$1" > "$tmp/polkit.out" 2>&1 &
-        polkit_pid=$!
-        wait_for 5 grep -q READY "$tmp/polkit.out" || fail "fake polkit did not start: $(cat "$tmp/polkit.out")"
+        polkit_start "$fake_polkit" "$1" "$tmp/polkit.out" || fail "fake polkit did not start: $(cat "$tmp/polkit.out")"
 }
 
-cat > "$tmp/polkit-bus.conf" <<'EOF'
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <policy user="root"><allow own="org.freedesktop.PolicyKit1"/></policy>
-  <policy context="default">
-    <allow send_destination="org.freedesktop.PolicyKit1" send_interface="org.freedesktop.PolicyKit1.Authority"/>
-  </policy>
-</busconfig>
-EOF
+polkit_conf "$tmp/polkit-bus.conf"
 dbus_start "$tmp" "$tmp/polkit-bus.conf" || { echo "FAIL: no private bus"; exit 1; }
 
 cg_create_top "/$id" "$all_cpus"
@@ -134,13 +66,12 @@ cg_attach "/$id/a" "$!"
 orig_shares=$(shares_of a)
 
 write_config performance
-"$peltd" --config "$conf" >>"$log" 2>&1 &
-daemon_pid=$!
+start_daemon
 dbus-monitor --system "type='signal',sender='org.peltd1'" > "$tmp/signals" 2>&1 &
 monitor_pid=$!
 
 # ---- The name is owned before READY=1, and every property reads as configured ------------------
-wait_for 10 grep -q "^peltd running" "$log" || fail "the daemon did not start"
+wait_for 10 running || fail "the daemon did not start"
 check "org.peltd1 owned before READY=1 (logged before 'peltd running')" \
         bash -c "grep -n -e '^Owning org.peltd1' -e '^peltd running' '$log' | head -n1 | grep -q Owning"
 check "owned on the bus" owned
@@ -301,14 +232,11 @@ check "polkit never answers: AccessDenied after about 10 s (${secs} s: $out)" \
         matches "$out $secs" "*AccessDenied:*10 s* @(9|10|11|12|13)"
 check "rounds went on while polkit was asked ($r1 -> $r2)" [ $((r2 - r1)) -ge 50 ]
 check "no answer: the policy stays" [ "$(prop Policy)" = '"performance"' ]
-stop_polkit
+polkit_stop
 
 # ---- SIGTERM: every original back, including the runtime shares -----------------------------------
-kill -TERM "$daemon_pid"
-wait "$daemon_pid"
-status=$?
-daemon_pid=
-check "SIGTERM: exit 0" [ "$status" -eq 0 ]
+stop_daemon TERM
+check "SIGTERM: exit 0" [ "$daemon_status" -eq 0 ]
 check "SIGTERM: a's shares back to $orig_shares ($(shares_of a))" [ "$(shares_of a)" = "$orig_shares" ]
 check "SIGTERM: cpusets back" [ "$(cpus_of a)" = "$all_cpus" -a "$(cpus_of b)" = "$all_cpus" -a "$(cpus_of c)" = "$all_cpus" ]
 check "SIGTERM: the state file is gone" [ ! -e "$state" ]

@@ -14,30 +14,12 @@ duty=$2
 fault_so=$3
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-loop-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
-conf=$tmp/peltd.conf
-state=$tmp/state/originals
-log=$tmp/peltd.log
-daemon_pid=
-daemon_status=
+daemon_test_begin loop
 listener_pid=
 declare -A workload_pid=()
-failures=0
-
-cg_detect
-cg_guard "/$id" "$tmp"
-all_cpus=$(cat /sys/devices/system/cpu/online)
-
-stop_daemon() {
-        local sig=${1:-TERM}
-        [[ -n $daemon_pid ]] || return 0
-        kill -"$sig" "$daemon_pid" 2>/dev/null
-        wait "$daemon_pid" 2>/dev/null
-        daemon_status=$?
-        daemon_pid=
-}
+fail_log_lines=40
 
 stop_workload() { # GROUP
         local p=${workload_pid[$1]:-}
@@ -49,31 +31,12 @@ stop_workload() { # GROUP
 
 cleanup() {
         local g
-        stop_daemon KILL
-        if [[ -n $listener_pid ]]; then
-                kill "$listener_pid" 2>/dev/null
-                wait "$listener_pid" 2>/dev/null
-        fi
+        end_pids TERM "$listener_pid"
         for g in "${!workload_pid[@]}"; do
                 stop_workload "$g"
         done
-        cg_remove "/$id"
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-        echo "FAIL: $*"
-        echo "---- peltd log ----"
-        tail -n 40 "$log" 2>/dev/null
-        echo "-------------------"
-        failures=$((failures + 1))
 }
 
-cpus_of() { cat "$cpuset_root/$id/$1/cpuset.cpus"; }
-# placed GROUP: power packed it onto one CPU (it was made on all of them)
-placed() { [[ $(cpus_of "$1") =~ ^[0-9]+$ ]]; }
 alive() { [[ -n $daemon_pid ]] && kill -0 "$daemon_pid" 2>/dev/null; }
 
 # start_workload GROUP: one thread at 15% in GROUP (four of them fit one CPU: power packs them)
@@ -81,26 +44,6 @@ start_workload() {
         "$duty" 1 10000 15 >/dev/null &
         workload_pid[$1]=$!
         cg_attach "/$id/$1" "${workload_pid[$1]}"
-}
-
-write_config() { # POLICY [extra lines]
-        {
-                echo "[Daemon]"
-                echo "Policy=$1"
-                echo "CgroupRoot=/$id"
-                echo "SampleIntervalMSec=100"
-                echo "TaskSampleIntervalMSec=200"
-                echo "TaskTracking=no"
-                echo "StateFile=$state"
-                echo "MetricsFile="
-                shift
-                printf '%s\n' "$@"
-        } > "$conf"
-}
-
-start_daemon() {
-        "$peltd" --config "$conf" "$@" >>"$log" 2>&1 &
-        daemon_pid=$!
 }
 
 if [[ $(cat /sys/devices/system/cpu/online) == 0 ]]; then
@@ -115,7 +58,7 @@ for g in early again; do
 done
 
 # ---- groups made after start, made again, and named .hidden: placed with threads not tracked ----
-write_config power
+write_config power TaskTracking=no
 start_daemon
 wait_for 10 bash -c "[[ \$(cat $cpuset_root/$id/again/cpuset.cpus) =~ ^[0-9]+\$ ]]" || fail "late: power never placed again"
 grep -q "threads not tracked" "$log" || fail "late: threads are tracked; the check needs them not tracked"
@@ -183,7 +126,7 @@ if waiting_at_open; then
 fi
 stop_daemon KILL
 
-write_config power
+write_config power TaskTracking=no
 log=$tmp/peltd-hup.log
 start_daemon
 # As soon as it runs peltd's code (signals blocked first thing): a SIGHUP, then it must run on.
@@ -224,7 +167,7 @@ preload=$fault_so
 ((asan)) && preload=
 
 log=$tmp/peltd-faults.log
-write_config power
+write_config power TaskTracking=no
 # Two busy groups at most from here on.
 for g in late .hidden early; do
         stop_workload "$g"

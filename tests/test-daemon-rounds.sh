@@ -14,56 +14,18 @@ peltd=$1
 count_so=$2
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-rounds-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
-conf=$tmp/peltd.conf
-state=$tmp/state/originals
-log=$tmp/peltd.log
+daemon_test_begin rounds
 saves=$tmp/saves
-daemon_pid=
-daemon_status=
 sleepers=()
-failures=0
+fail_log_lines=40
 groups=(g01 g02 g03 g04 g05 g06 g07 g08 g09 g10 g11 g12)
 
-cg_detect
-cg_guard "/$id" "$tmp"
-all_cpus=$(cat /sys/devices/system/cpu/online)
-
-stop_daemon() {
-        local sig=${1:-TERM}
-        [[ -n $daemon_pid ]] || return 0
-        kill -"$sig" "$daemon_pid" 2>/dev/null
-        wait "$daemon_pid" 2>/dev/null
-        daemon_status=$?
-        daemon_pid=
-}
-
 cleanup() {
-        local p
-        stop_daemon KILL
-        for p in "${sleepers[@]}"; do
-                kill "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
-        cg_remove "/$id"
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-        echo "FAIL: $*"
-        echo "---- peltd log ----"
-        tail -n 40 "$log" 2>/dev/null
-        echo "-------------------"
-        failures=$((failures + 1))
+        end_pids TERM "${sleepers[@]}"
 }
 
-cpus_of() { cat "$cpuset_root/$id/$1/cpuset.cpus"; }
-# placed GROUP: power packed it onto one CPU (it was made on all of them)
-placed() { [[ $(cpus_of "$1") =~ ^[0-9]+$ ]]; }
 all_placed() {
         local g
         for g in "${groups[@]}"; do placed "$g" || return 1; done

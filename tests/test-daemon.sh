@@ -11,57 +11,20 @@ peltd=$1
 duty=$2
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-daemon-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
-conf=$tmp/peltd.conf
-state=$tmp/state/originals
-log=$tmp/peltd.log
-daemon_pid=
+daemon_test_begin daemon
 workload_pids=()
 took_cpu1_offline=0
-failures=0
-
-cg_detect
-cg_guard "/$id" "$tmp"
-shares_file=cpu.shares
-[[ $mode == v2 ]] && shares_file=cpu.weight
-all_cpus=$(cat /sys/devices/system/cpu/online)
-
-stop_daemon() {
-        local sig=${1:-TERM}
-        [[ -n $daemon_pid ]] || return 0
-        kill -"$sig" "$daemon_pid" 2>/dev/null
-        wait "$daemon_pid" 2>/dev/null
-        daemon_status=$?
-        daemon_pid=
-}
+fail_log_lines=40
 
 cleanup() {
-        stop_daemon KILL
-        for p in "${workload_pids[@]}"; do
-                kill "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
+        end_pids TERM "${workload_pids[@]}"
         if ((took_cpu1_offline)); then
                 echo 1 > /sys/devices/system/cpu/cpu1/online
         fi
-        cg_remove "/$id"
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-        echo "FAIL: $*"
-        echo "---- peltd log ----"
-        tail -n 40 "$log" 2>/dev/null
-        echo "-------------------"
-        failures=$((failures + 1))
 }
 
-cpus_of() { cat "$cpuset_root/$id/$1/cpuset.cpus"; }
-shares_of() { cat "$cpu_root/$id/$1/$shares_file"; }
 cpus_are() { [[ $(cpus_of "$1") == "$2" ]]; }
 cpu_count() { # a CPU list's size
         local n=0 part a b
@@ -89,25 +52,6 @@ start_workload() {
         pid=$!
         workload_pids+=("$pid")
         cg_attach "/$id/$1" "$pid"
-}
-
-write_config() { # POLICY [extra lines]
-        {
-                echo "[Daemon]"
-                echo "Policy=$1"
-                echo "CgroupRoot=/$id"
-                echo "SampleIntervalMSec=100"
-                echo "TaskSampleIntervalMSec=200"
-                echo "StateFile=$state"
-                echo "MetricsFile="
-                shift
-                printf '%s\n' "$@"
-        } > "$conf"
-}
-
-start_daemon() {
-        "$peltd" --config "$conf" "$@" >>"$log" 2>&1 &
-        daemon_pid=$!
 }
 
 reset_groups() {

@@ -17,45 +17,29 @@ peltd=$1
 duty=$2
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-metrics-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
+daemon_test_begin metrics
 chmod 0755 "$tmp"
-conf=$tmp/peltd.conf
-log=$tmp/peltd.log
 dir=$tmp/metrics
 file=$dir/peltd.prom
-daemon_pid=
 exporter_pid=
 watch_pid=
 workload_pids=()
-failures=0
 
-cg_detect
-cg_guard "/$id" "$tmp"
-all_cpus=$(cat /sys/devices/system/cpu/online)
 # What peltd reports: v1 cpu.shares and cpuset.cpus; v2 cpu.weight converted, the effective set.
-shares_of() {
+reported_shares() {
         if [[ $mode == v1 ]]; then cat "$cpu_root/$id/$1/cpu.shares"; else echo $(($(cat "$cpu_root/$id/$1/cpu.weight") * 1024 / 100)); fi
 }
 cpus_file=cpuset.cpus
 [[ $mode == v1 ]] || cpus_file=cpuset.cpus.effective
 
 cleanup() {
-        local p
-        [[ -n $daemon_pid ]] && kill -KILL "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
-        [[ -n $exporter_pid ]] && kill -KILL "$exporter_pid" 2>/dev/null && wait "$exporter_pid" 2>/dev/null
-        [[ -n $watch_pid ]] && kill "$watch_pid" 2>/dev/null && wait "$watch_pid" 2>/dev/null
-        for p in "${workload_pids[@]}"; do
-                kill "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
-        cg_remove "/$id"
-        rm -rf "$tmp"
+        end_pids KILL "$exporter_pid"
+        end_pids TERM "$watch_pid" "${workload_pids[@]}"
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
 
+# Not daemon-lib.sh's fail: the log and the file follow the first failure only.
 fail() {
         echo "FAIL: $*"
         if ((failures++ == 0)); then
@@ -65,11 +49,6 @@ fail() {
                 cat "$file" 2>/dev/null
                 echo "-------------------"
         fi
-}
-check() { # DESCRIPTION COMMAND...
-        local what=$1
-        shift
-        if "$@"; then pass "$what"; else fail "$what"; fi
 }
 
 for tool in promtool prometheus-node-exporter curl inotifywait; do
@@ -105,11 +84,8 @@ odd_label=$(label "/$id/${odd//$'\xff'/\\xff}")
 odd_label=${odd_label//$'\n'/\\n}
 
 mkdir -m 0755 "$dir"
-write_config() { # METRICS_FILE
-        printf '[Daemon]\nPolicy=power\nTaskTracking=yes\nCgroupRoot=/%s\nStateFile=%s/state/originals\nMetricsFile=%s\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' \
-                "$id" "$tmp" "$1" > "$conf"
-}
-write_config "$file"
+metrics_file=$file
+write_config power TaskTracking=yes
 
 # Every name made, moved or removed in the directory, as it happens (appended to $tmp/events).
 watch_dir() {
@@ -161,7 +137,7 @@ check "busy (one thread, 50% of every 10 ms): peltd_group_util_cpus $u in 0.3..0
 u=$(value peltd_group_util_cpus "group=\"/$id/idle\"")
 check "idle: peltd_group_util_cpus $u below 0.02" awk -v u="$u" 'BEGIN { exit !(u != "" && u < 0.02) }'
 check "the odd group's label: $odd_label (\\xNN, then \\\\ and \\\" escaped)" \
-        grep -qxF "peltd_group_shares{$odd_label} $(shares_of "$odd")" "$file"
+        grep -qxF "peltd_group_shares{$odd_label} $(reported_shares "$odd")" "$file"
 # The file may be up to a second behind the cpuset and the log: these wait for it to catch up.
 cpus_match() {
         set=$(cat "$cpuset_root/$id/busy/$cpus_file")
@@ -280,18 +256,16 @@ fi
 
 # ---- SIGHUP moving MetricsFile= removes the old file ---------------------------------------------
 mkdir -m 0755 "$tmp/moved"
-write_config "$tmp/moved/peltd.prom"
+metrics_file=$tmp/moved/peltd.prom
+write_config power TaskTracking=yes
 kill -HUP "$daemon_pid"
 check "SIGHUP with another MetricsFile=: written there, the old file removed" \
         wait_for 5 bash -c "[[ -f '$tmp/moved/peltd.prom' && ! -e '$file' ]]"
 
 # ---- A clean stop removes the file -----------------------------------------------------------------
-kill -TERM "$daemon_pid"
-wait "$daemon_pid"
-rc=$?
-daemon_pid=
-check "SIGTERM: exit $rc, the file and no temporary file left" \
-        bash -c "(( $rc == 0 )) && [[ ! -e '$tmp/moved/peltd.prom' && -z \$(ls -A '$tmp/moved') ]]"
+stop_daemon TERM
+check "SIGTERM: exit $daemon_status, the file and no temporary file left" \
+        bash -c "(( $daemon_status == 0 )) && [[ ! -e '$tmp/moved/peltd.prom' && -z \$(ls -A '$tmp/moved') ]]"
 
 # ---- The names the directory saw ------------------------------------------------------------------
 kill "$watch_pid"

@@ -20,35 +20,18 @@ completion=$5
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
 . "$here/dbus-lib.sh"
+. "$here/daemon-lib.sh"
 export LC_ALL=C.UTF-8
 
-id=peltd-test-ctl-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
+daemon_test_begin ctl
 chmod 0755 "$tmp"
 etc=$tmp/etc
 dropin=$etc/peltd.conf.d/90-peltctl.conf
-state=$tmp/state/originals
-log=$tmp/peltd.log
-daemon_pid=
-polkit_pid=
 monitor_pid=
 workload_pids=()
-failures=0
+fail_log_lines=20
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 long=a-group-whose-name-is-long-enough-to-be-cut-in-a-table-of-eighty-columns.scope
-
-cg_detect
-cg_guard "/$id" "$tmp"
-all_cpus=$(cat /sys/devices/system/cpu/online)
-shares_file=cpu.shares
-[[ $mode == v2 ]] && shares_file=cpu.weight
-
-stop_polkit() {
-        [[ -n $polkit_pid ]] || return 0
-        kill "$polkit_pid" 2>/dev/null
-        wait "$polkit_pid" 2>/dev/null
-        polkit_pid=
-}
 
 stop_monitor() {
         [[ -n $monitor_pid ]] || return 0
@@ -58,32 +41,11 @@ stop_monitor() {
 }
 
 cleanup() {
-        [[ -n $daemon_pid ]] && kill -KILL "$daemon_pid" 2>/dev/null && wait "$daemon_pid" 2>/dev/null
         stop_monitor
-        stop_polkit
-        for p in "${workload_pids[@]}"; do
-                kill "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
+        end_pids TERM "${workload_pids[@]}"
         dbus_cleanup
-        cg_remove "/$id"
-        rm -rf "$tmp"
 }
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
 
-fail() {
-        echo "FAIL: $*"
-        echo "---- peltd log ----"
-        tail -n 20 "$log" 2>/dev/null
-        echo "-------------------"
-        failures=$((failures + 1))
-}
-check() { # DESCRIPTION COMMAND...
-        local what=$1
-        shift
-        if "$@"; then pass "$what"; else fail "$what"; fi
-}
 matches() { # TEXT PATTERN: TEXT matches the glob PATTERN
         # shellcheck disable=SC2053
         [[ $1 == $2 ]]
@@ -112,8 +74,6 @@ jqcheck() { # DESCRIPTION JSON FILTER...: jq -e FILTER on JSON
 }
 prop() { busctl --system get-property org.peltd1 /org/peltd1 org.peltd1.Manager "$1" 2>&1 | cut -d' ' -f2-; }
 list_groups() { busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager ListGroups; }
-cpus_of() { cat "$cpuset_root/$id/$1/cpuset.cpus"; }
-shares_of() { cat "$cpu_root/$id/$1/$shares_file"; }
 v1_shares() { [[ $mode == v1 ]] && echo "$1" || echo $(($1 * 100 / 1024)); }
 dropin_sum() { if [[ -e $dropin ]]; then stat -c '%i %Y %s' "$dropin"; md5sum < "$dropin"; else echo none; fi; }
 too_wide() { # the lines of stdin wider than 80 characters (this shell counts characters: C.UTF-8)
@@ -123,31 +83,17 @@ too_wide() { # the lines of stdin wider than 80 characters (this shell counts ch
 }
 calls_logged() { grep -c -E '^(SetPolicy|SetGroupShares|Reload)\(' "$log"; }
 
-start_daemon() { # N: the daemon started N times in this log
+start_placed() { # N: the daemon on --config-dir, its Nth start in this log, once it has placed the groups
         "$peltd" --config-dir "$etc" >> "$log" 2>&1 &
         daemon_pid=$!
-        wait_for 10 bash -c "[[ \$(grep -c '^peltd running' '$log') -ge $1 ]]" || fail "the daemon did not start"
+        wait_for 10 running "$1" || fail "the daemon did not start"
         # Placed, past "learning its load" (the first second): reasons that stay.
         wait_for 10 bash -c "[[ \$(busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager ListGroups |
                 jq '[.data[0][] | select(.[7] | test(\"^(performance|power|balanced): \"))] | length') == 4 ]]" ||
                 fail "the daemon did not place the four groups"
 }
-stop_daemon() {
-        kill -TERM "$daemon_pid"
-        wait "$daemon_pid"
-        daemon_pid=
-}
 
-cat > "$tmp/polkit-bus.conf" <<'EOF'
-<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
- "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-<busconfig>
-  <policy user="root"><allow own="org.freedesktop.PolicyKit1"/></policy>
-  <policy context="default">
-    <allow send_destination="org.freedesktop.PolicyKit1" send_interface="org.freedesktop.PolicyKit1.Authority"/>
-  </policy>
-</busconfig>
-EOF
+polkit_conf "$tmp/polkit-bus.conf"
 dbus_start "$tmp" "$tmp/polkit-bus.conf" || { echo "FAIL: no private bus"; exit 1; }
 
 cg_create_top "/$id" "$all_cpus"
@@ -167,7 +113,7 @@ TaskSampleIntervalMSec=200
 StateFile=$state
 MetricsFile=
 EOF
-start_daemon 1
+start_placed 1
 groups_sorted=$(printf '%s\n' "/$id/a" "/$id/b" "/$id/c d" "/$id/$long" | jq -R . | jq -cs 'sort')
 
 # ---- status ---------------------------------------------------------------------------------------
@@ -334,16 +280,14 @@ run --nobody 0 status
 check "uid 65534 may read" grep -q "Policy: performance" "$tmp/out"
 
 # The interactive-authorization flag: set from a terminal only (polkit asked by the daemon).
-"$fake_polkit" yes > "$tmp/polkit.out" 2>&1 &
-polkit_pid=$!
-wait_for 5 grep -q READY "$tmp/polkit.out" || fail "fake polkit did not start"
+polkit_start "$fake_polkit" yes "$tmp/polkit.out" || fail "fake polkit did not start"
 run --nobody 0 policy balanced --runtime
 check "polkit grants uid 65534: policy balanced" [ "$(prop Policy)" = '"balanced"' ]
 check "stdin not a terminal: not interactive" grep -q "^CHECK system-bus-name :1\.[0-9]* org.peltd1.manage flags=0$" "$tmp/polkit.out"
 "${nobody[@]}" script -qec "$(printf '%q ' "$peltctl" policy performance --runtime)" /dev/null > "$tmp/script.out" 2>&1
 check "stdin a terminal: interactive ($(tail -n1 "$tmp/polkit.out"))" grep -q "flags=1$" "$tmp/polkit.out"
 check "... and the change made" [ "$(prop Policy)" = '"performance"' ]
-stop_polkit
+polkit_stop
 
 # ---- Persisting -----------------------------------------------------------------------------------
 umask_saved=$(umask)
@@ -420,7 +364,7 @@ mv "$tmp/dropin.saved" "$dropin"
 
 # A new daemon reads it at start: policy balanced, c d's 300 (peltd.conf says performance).
 stop_daemon
-start_daemon 2
+start_placed 2
 check "restarted: the drop-in's policy" [ "$(prop Policy)" = '"balanced"' ]
 wait_for 5 bash -c "[[ \$(cat '$cpu_root/$id/c d/$shares_file') == $(v1_shares 300) ]]" ||
         fail "restarted: c d's shares not the drop-in's 300 ($(shares_of "c d"))"

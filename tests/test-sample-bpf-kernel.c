@@ -18,169 +18,49 @@
  *
  * Skips (77) only in a build without the BPF sampler (meson -Dbpf=disabled).
  */
-#include <json-c/json.h>
 #include <linux/capability.h>
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "../bench/bench-util.h"
-#include "machine-lock.h"
-#include "peltd/config.h"
-#include "peltd/log.h"
-#include "peltd/parse.h"
+#include "kernel-util.h"
 #include "peltd/sample-bpf.h"
 #include "peltd/sampling.h"
-#include "test-cleanup.h"
 
-/* As in test-sample-kernel: wide enough for a machine loaded by others; PELTD_TEST_TOLERANCE_SCALE widens. */
-#define UTIL_TOLERANCE (64 * tolerance_scale)
-#define RUNNABLE_TOLERANCE (160 * tolerance_scale)
-#define GROUP_TOLERANCE (96 * tolerance_scale)
+typedef struct DutyCycle {
+        char threads[16], period_usec[16], duty[16];
+        int nice;
+} DutyCycle;
 
-static double tolerance_scale = 1;
-static char top[64];
-static pid_t workers[8];
-static size_t n_workers;
+/* Ready once it is in its group at its nice; the caller waits for the tool's threads. */
+static void duty_cycle_body(int ready_fd, const void *arg) {
+        const DutyCycle *d = arg;
+        int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
 
-static void cleanup(void) {
-        for (size_t i = 0; i < n_workers; i++)
-                if (workers[i] > 0) {
-                        kill(workers[i], SIGKILL);
-                        waitpid(workers[i], NULL, 0);
-                        workers[i] = 0;
-                }
-        n_workers = 0;
-        bench_cgroup_remove(top);
-}
-
-static void cleanup_cgroup_at_exit(const char *group) {
-        const char *h[3];
-        int n = bench_hierarchies(h);
-
-        for (int i = 0; i < n; i++) {
-                char path[512];
-
-                snprintf(path, sizeof path, "%s%s", h[i], group);
-                test_cleanup_cgroup(path);
-        }
-}
-
-static int setup(_unused_ void **state) {
-        static unsigned n = 0;
-
-        snprintf(top, sizeof top, "/peltd-test-%d-%u", (int) getpid(), n++);
-        bench_cgroup_create(top);
-        cleanup_cgroup_at_exit(top);
-        bench_cgroup_max_weight(top);
-        for (const char *g = "a"; g; g = strcmp(g, "a") == 0 ? "b" : NULL) {
-                char path[128];
-
-                snprintf(path, sizeof path, "%s/%s", top, g);
-                bench_cgroup_create(path);
-                cleanup_cgroup_at_exit(path);
-        }
-        return 0;
-}
-
-static int teardown(_unused_ void **state) {
-        cleanup();
-        return 0;
+        if (setpriority(PRIO_PROCESS, 0, d->nice) < 0 || null < 0 || dup2(null, STDOUT_FILENO) < 0)
+                _exit(3);
+        bench_ready(ready_fd);
+        execl(DUTY_CYCLE, DUTY_CYCLE, d->threads, d->period_usec, d->duty, (char *) NULL);
+        _exit(127);
 }
 
 /* The duty-cycle tool (THREADS threads, each busy DUTY% of every PERIOD µs) in group g, at nice. */
 static pid_t duty_cycle(const char *g, unsigned threads, unsigned period_usec, unsigned duty, int nice) {
-        char group[128], t[16], p[16], d[16];
-        int pp[2];
-        pid_t pid;
-        char c;
+        DutyCycle d = { .nice = nice };
 
-        snprintf(group, sizeof group, "%s/%s", top, g);
-        snprintf(t, sizeof t, "%u", threads);
-        snprintf(p, sizeof p, "%u", period_usec);
-        snprintf(d, sizeof d, "%u", duty);
-        assert_int_equal(pipe2(pp, O_CLOEXEC), 0);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                bench_cgroup_attach(group, getpid());
-                if (setpriority(PRIO_PROCESS, 0, nice) < 0 || null < 0 || dup2(null, STDOUT_FILENO) < 0)
-                        _exit(3);
-                close(pp[0]);
-                /* The pipe closes at exec: the parent knows it is in its group by then. */
-                execl(DUTY_CYCLE, DUTY_CYCLE, t, p, d, (char *) NULL);
-                _exit(127);
-        }
-        close(pp[1]);
-        assert_int_equal(read(pp[0], &c, 1), 0);
-        close(pp[0]);
-        workers[n_workers++] = pid;
-        return pid;
+        snprintf(d.threads, sizeof d.threads, "%u", threads);
+        snprintf(d.period_usec, sizeof d.period_usec, "%u", period_usec);
+        snprintf(d.duty, sizeof d.duty, "%u", duty);
+        return bench_spawn(in_top(g), NULL, duty_cycle_body, &d);
 }
 
 /* A worker that is this test's own code: a process spinning duty% of every period_ms, in group g. */
 static pid_t worker(const char *g, double period_ms, double share, int nice) {
-        char group[128];
-        int p[2];
-        pid_t pid;
-        char c;
-
-        snprintf(group, sizeof group, "%s/%s", top, g);
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                prctl(PR_SET_NAME, "bpf-worker");
-                bench_cgroup_attach(group, getpid());
-                if (setpriority(PRIO_PROCESS, 0, nice) < 0 || write(p[1], "x", 1) != 1)
-                        _exit(3);
-                bench_duty_loop((uint64_t) (period_ms * 1e6), (uint64_t) (period_ms * share * 1e6));
-        }
-        close(p[1]);
-        assert_int_equal(read(p[0], &c, 1), 1);
-        close(p[0]);
-        workers[n_workers++] = pid;
-        return pid;
-}
-
-static void forget_worker(pid_t pid) {
-        for (size_t i = 0; i < n_workers; i++)
-                if (workers[i] == pid)
-                        workers[i] = 0;
-}
-
-/* The threads of process pid (up to max); returns how many. */
-static size_t process_threads(pid_t pid, pid_t *tids, size_t max) {
-        char path[64];
-        DIR *d;
-        struct dirent *de;
-        size_t n = 0;
-
-        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
-        d = opendir(path);
-        assert_non_null(d);
-        while ((de = readdir(d))) {
-                int tid;
-
-                if (safe_atoi(de->d_name, &tid) < 0)
-                        continue;
-                if (n < max)
-                        tids[n] = tid;
-                n++;
-        }
-        closedir(d);
-        return n;
+        return duty_worker(g, "bpf-worker", period_ms, share, nice);
 }
 
 static uint64_t inode_of(const char *path) {
@@ -232,18 +112,12 @@ static const ProcThreadSample *find_sample(const ProcThreadSample *v, size_t n, 
 /* /proc/PID/task/TID/stat's fields 22 (starttime) and 39 (processor), and schedstat's run time. */
 static void proc_stat_of(pid_t pid, pid_t tid, uint64_t *ret_start, uint64_t *ret_run) {
         char path[128], buf[2048], comm[16];
-        int nice, cpu, fd;
-        ssize_t n;
+        int nice, cpu;
         unsigned long long run;
         FILE *f;
 
         snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int) pid, (int) tid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        assert_true(fd >= 0);
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        assert_true(n > 0);
-        buf[n] = 0;
+        assert_true(bench_read_text(path, buf, sizeof buf) > 0);
         assert_int_equal(proc_parse_stat(buf, comm, &nice, ret_start, &cpu), 0);
         snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
         f = fopen(path, "re");
@@ -304,19 +178,12 @@ static void test_records(_unused_ void **state) {
 
                 for (size_t i = 0; i < n; i++) {
                         char path[96], buf[2048], comm[16];
-                        int fd, nice, cpu;
-                        ssize_t k;
+                        int nice, cpu;
                         uint64_t st;
 
                         snprintf(path, sizeof path, "/proc/%d/task/%d/stat", (int) v[i].pid, (int) v[i].tid);
-                        fd = open(path, O_RDONLY | O_CLOEXEC);
-                        if (fd < 0)
+                        if (bench_read_text(path, buf, sizeof buf) <= 0)
                                 continue;
-                        k = read(fd, buf, sizeof buf - 1);
-                        close(fd);
-                        if (k <= 0)
-                                continue;
-                        buf[k] = 0;
                         assert_int_equal(proc_parse_stat(buf, comm, &nice, &st, &cpu), 0);
                         known++;
                 }
@@ -327,30 +194,6 @@ static void test_records(_unused_ void **state) {
 
 /* ---- peltd --once with each backend, side by side ---------------------------------------------- */
 
-typedef struct Once {
-        const char *backend;
-        char *conf;
-        char *out;
-        int status;
-} Once;
-
-static void *run_once(void *arg) {
-        Once *o = arg;
-        char *argv[] = { PELTD_BINARY, "--config", o->conf, "--once", "2", "--interval", "100", "--backend", (char *) o->backend, "--json", NULL };
-        struct rusage ru;
-
-        o->status = bench_run(argv, &o->out, &ru);
-        return NULL;
-}
-
-static json_object *get(json_object *o, const char *key) {
-        json_object *v = NULL;
-
-        if (!json_object_object_get_ex(o, key, &v))
-                fail_msg("peltd's JSON lacks \"%s\"", key);
-        return v;
-}
-
 static json_object *find_task(json_object *tasks, int tid) {
         for (size_t j = 0; j < json_object_array_length(tasks); j++) {
                 json_object *t = json_object_array_get_idx(tasks, j);
@@ -359,19 +202,6 @@ static json_object *find_task(json_object *tasks, int tid) {
                         return t;
         }
         return NULL;
-}
-
-static char *write_conf(const char *body) {
-        char *path = strdup("/tmp/peltd-test-bpf-XXXXXX");
-        int fd;
-
-        assert_non_null(path);
-        fd = mkstemp(path);
-        assert_true(fd >= 0);
-        test_cleanup_path(path);
-        assert_int_equal(write(fd, body, strlen(body)), (ssize_t) strlen(body));
-        close(fd);
-        return path;
 }
 
 static bool is_group_a(const char *path) {
@@ -389,17 +219,11 @@ static void comparison_workload(pid_t procs[2], pid_t tids[2][8], size_t nt[2]) 
         procs[0] = duty_cycle("a", 3, 10000, 20, 0);
         procs[1] = duty_cycle("b", 2, 7000, 10, 4);
         for (int i = 0; i < 2; i++)
-                for (int tries = 0; (nt[i] = process_threads(procs[i], tids[i], 8)) != (i == 0 ? 4u : 3u); tries++) {
+                for (int tries = 0; (nt[i] = process_threads(procs[i], true, tids[i], 8)) != (i == 0 ? 4u : 3u); tries++) {
                         assert_true(tries < 200);
                         usleep(10 * 1000);
                 }
         usleep(300 * 1000);
-}
-
-#define ONCE_RUNS 3
-
-static double median3(double v[ONCE_RUNS]) {
-        return bench_median(v, ONCE_RUNS);
 }
 
 /*
@@ -411,12 +235,11 @@ static double median3(double v[ONCE_RUNS]) {
 static void test_once_bpf_vs_proc(_unused_ void **state) {
         pid_t procs[2], tids[2][8];
         size_t nt[2];
-        char body[256], *conf;
+        char *conf;
         double du[2][8][ONCE_RUNS], dr[2][8][ONCE_RUNS], dg[2][ONCE_RUNS];
 
         comparison_workload(procs, tids, nt);
-        snprintf(body, sizeof body, "[Daemon]\nCgroupRoot=%s\n", top);
-        conf = write_conf(body);
+        conf = write_conf("[Daemon]\nCgroupRoot=%s\n", top);
 
         for (unsigned run = 0; run < ONCE_RUNS; run++) {
                 Once o[2] = { { .backend = "bpf", .conf = conf }, { .backend = "proc", .conf = conf } };
@@ -512,42 +335,8 @@ static void test_once_bpf_vs_proc(_unused_ void **state) {
 }
 
 /* A process of n threads (and its main thread) that only sleep, in group g. */
-static void *sleeping(_unused_ void *arg) {
-        for (;;)
-                pause();
-        return NULL;
-}
-
 static pid_t sleeper(const char *g, unsigned n) {
-        char group[128];
-        int p[2];
-        pid_t pid;
-        char c;
-
-        snprintf(group, sizeof group, "%s/%s", top, g);
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                prctl(PR_SET_NAME, "bpf-sleeper");
-                bench_cgroup_attach(group, getpid());
-                for (unsigned i = 0; i < n; i++) {
-                        pthread_t t;
-
-                        if (pthread_create(&t, NULL, sleeping, NULL) != 0)
-                                _exit(3);
-                }
-                if (write(p[1], "x", 1) != 1)
-                        _exit(3);
-                for (;;)
-                        pause();
-        }
-        close(p[1]);
-        assert_int_equal(read(p[0], &c, 1), 1);
-        close(p[0]);
-        workers[n_workers++] = pid;
-        return pid;
+        return bench_spawn_sleepers(in_top(g), "bpf-sleeper", n + 1);
 }
 
 /*
@@ -559,7 +348,7 @@ static pid_t sleeper(const char *g, unsigned n) {
  * cgroup in both. Their averages then agree within what a millisecond of a duty cycle makes.
  */
 static void test_same_samples(_unused_ void **state) {
-        _cleanup_config_ Config *config = NULL;
+        _cleanup_config_ Config *config = top_config();
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         _cleanup_rootdir_ RootDir *proc = NULL, *root = NULL;
         _cleanup_sampling_ Sampling *sb = NULL, *sp = NULL;
@@ -572,11 +361,8 @@ static void test_same_samples(_unused_ void **state) {
         ProcSampler *pb, *pp;
 
         comparison_workload(procs, tids, nt);
-        nt[2] = process_threads(sleeper("b", 4), tids[2], 8);
+        nt[2] = process_threads(sleeper("b", 4), true, tids[2], 8);
         assert_int_equal(nt[2], 5);
-        assert_int_equal(config_new_default(&config), 0);
-        free(config->cgroup_root);
-        config->cgroup_root = strdup(top);
         assert_int_equal(cgroup_fs_open_system(&fs), 0);
         assert_int_equal(rootdir_open("/proc", &proc), 0);
         assert_int_equal(rootdir_open("/", &root), 0);
@@ -678,28 +464,18 @@ static void test_same_samples(_unused_ void **state) {
 /* ---- libpeltd's sampling with the BPF sampler: threads start, move and exit --------------------- */
 
 static void test_sampling_events(_unused_ void **state) {
-        _cleanup_config_ Config *config = NULL;
+        _cleanup_config_ Config *config = top_config();
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         _cleanup_rootdir_ RootDir *proc = NULL, *root = NULL;
         _cleanup_sampling_ Sampling *s = NULL;
         static const unsigned caps[2] = { 1024, 1024 };
         BpfSampler *bpf = NULL;
-        pid_t stay, mover, leaver, late = 0;
         SampledThread *t;
-        SampledGroup *g;
-        size_t nt, ng;
-        char group_a[128], group_b[128];
-        bool found_late = false, leaver_seen = false;
+        size_t nt;
+        bool leaver_seen = false;
+        Events ev;
 
-        snprintf(group_a, sizeof group_a, "%s/a", top);
-        snprintf(group_b, sizeof group_b, "%s/b", top);
-        stay = worker("a", 3.1, 0.3, 0);
-        mover = worker("a", 2.3, 0.3, 0);
-        leaver = worker("b", 4.7, 0.3, 0);
-
-        assert_int_equal(config_new_default(&config), 0);
-        free(config->cgroup_root);
-        config->cgroup_root = strdup(top);
+        events_start(&ev, "bpf-worker");
         assert_int_equal(cgroup_fs_open_system(&fs), 0);
         assert_int_equal(rootdir_open("/proc", &proc), 0);
         assert_int_equal(rootdir_open("/", &root), 0);
@@ -718,66 +494,19 @@ static void test_sampling_events(_unused_ void **state) {
                 usleep(50 * 1000);
                 assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
                 assert_int_equal(proc_sampler_n_kept_fds(sampling_proc_sampler(s)), 0);
-                if (k == 5) {
-                        late = worker("a", 2.3, 0.2, 0);
-                        bench_cgroup_attach(group_b, mover);
-                }
+                events_round(&ev, s, k);
+                /* Before it is killed, the leaver is seen in b. */
                 if (k == 8) {
                         nt = sampling_threads(s, &t);
                         for (size_t i = 0; i < nt; i++)
-                                leaver_seen |= t[i].tid == leaver && streq(t[i].cgroup, group_b);
-                }
-                if (k == 10) {
-                        kill(leaver, SIGKILL);
-                        waitpid(leaver, NULL, 0);
-                        forget_worker(leaver);
-                }
-                if (k > 6 && !found_late) {
-                        nt = sampling_threads(s, &t);
-                        for (size_t i = 0; i < nt; i++)
-                                found_late |= t[i].tid == late;
+                                leaver_seen |= t[i].tid == ev.leaver && streq(t[i].cgroup, ev.group_b);
                 }
         }
         assert_true(leaver_seen);
-        assert_true(found_late);
-
-        nt = sampling_threads(s, &t);
-        for (size_t i = 0; i < nt; i++) {
-                assert_true(t[i].tid != leaver);
-                if (t[i].tid == mover)
-                        assert_string_equal(t[i].cgroup, group_b);
-                if (t[i].tid == stay || t[i].tid == late) {
-                        assert_string_equal(t[i].cgroup, group_a);
-                        assert_true(t[i].v.util_avg > 100);
-                }
-                if (startswith(t[i].cgroup, top))
-                        printf("# %d %s %s util %d runnable %d\n", (int) t[i].tid, t[i].comm, t[i].cgroup, (int) t[i].v.util_avg,
-                               (int) t[i].v.runnable_avg);
-        }
-        ng = sampling_groups(s, &g);
-        assert_int_equal(ng, 2);
-        for (size_t i = 0; i < ng; i++) {
-                if (streq(g[i].path, group_a)) {
-                        assert_int_equal(g[i].nr_tasks, 2);
-                        assert_true(g[i].v.runnable_avg > 300);
-                } else {
-                        assert_string_equal(g[i].path, group_b);
-                        /* The mover; the leaver exited. */
-                        assert_int_equal(g[i].nr_tasks, 1);
-                        assert_true(g[i].v.runnable_avg > 150);
-                }
-        }
+        events_check(&ev, s);
 }
 
 /* ---- a PID namespace of its own: its ids, exits, a TID reused ---------------------------------- */
-
-static void *waiting_thread(void *arg) {
-        int fd = *(int *) arg;
-        char c;
-
-        (void) !read(fd, &c, 1);
-        return NULL;
-}
 
 static char pidns_dir[] = "/tmp/peltd-test-proc-XXXXXX";
 
@@ -872,33 +601,8 @@ static int pidns_child(void) {
 }
 
 static void test_pid_namespace(_unused_ void **state) {
-        pid_t pid;
-        int status;
-
         assert_non_null(test_mkdtemp(pidns_dir));
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                pid_t inner;
-
-                if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
-                        _exit(2);
-                inner = fork();
-                if (inner < 0)
-                        _exit(3);
-                if (inner == 0) {
-                        int k = pidns_child();
-
-                        (void) umount2(pidns_dir, MNT_DETACH);
-                        _exit(k);
-                }
-                if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
-                        _exit(4);
-                _exit(WEXITSTATUS(status));
-        }
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                fail_msg("PID namespace check failed: status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        run_in_pid_namespace(pidns_child, pidns_dir, "PID namespace check");
 }
 
 /* ---- peltd where the BPF sampler cannot load ------------------------------------------------------ */
@@ -959,7 +663,7 @@ static void assert_contains(const char *text, const char *needle) {
 }
 
 static void test_fallbacks(_unused_ void **state) {
-        char body[512], *conf_auto, *conf_bpf, *conf_daemon, *err, state_dir[] = "/tmp/peltd-test-bpf-state-XXXXXX";
+        char *conf_auto, *conf_bpf, *conf_daemon, *err, state_dir[] = "/tmp/peltd-test-bpf-state-XXXXXX";
         static const struct {
                 Hobble h;
                 const char *why;
@@ -969,15 +673,12 @@ static void test_fallbacks(_unused_ void **state) {
         };
 
         (void) worker("a", 3.1, 0.2, 0);
-        snprintf(body, sizeof body, "[Daemon]\nCgroupRoot=%s\nSamplingBackend=auto\n", top);
-        conf_auto = write_conf(body);
-        snprintf(body, sizeof body, "[Daemon]\nCgroupRoot=%s\nSamplingBackend=bpf\n", top);
-        conf_bpf = write_conf(body);
+        conf_auto = write_conf("[Daemon]\nCgroupRoot=%s\nSamplingBackend=auto\n", top);
+        conf_bpf = write_conf("[Daemon]\nCgroupRoot=%s\nSamplingBackend=bpf\n", top);
         /* The daemon itself, writing nothing, its state in a scratch directory. */
         assert_non_null(test_mkdtemp(state_dir));
-        snprintf(body, sizeof body, "[Daemon]\nCgroupRoot=%s\nSamplingBackend=bpf\nDryRun=yes\nMetricsFile=\nStateFile=%s/originals\n", top,
-                 state_dir);
-        conf_daemon = write_conf(body);
+        conf_daemon = write_conf("[Daemon]\nCgroupRoot=%s\nSamplingBackend=bpf\nDryRun=yes\nMetricsFile=\nStateFile=%s/originals\n", top,
+                                 state_dir);
 
         for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
                 char expect[512];
@@ -1052,21 +753,14 @@ int main(void) {
                 cmocka_unit_test(test_pid_namespace),
                 cmocka_unit_test_setup_teardown(test_fallbacks, setup, teardown),
         };
+        int r;
 
         if (!bpf_sampler_built()) {
                 printf("# this build has no BPF sampler (meson -Dbpf=disabled): nothing to test\n");
                 return 77;
         }
-        {
-                const char *e = getenv("PELTD_TEST_TOLERANCE_SCALE");
-
-                if (e && (safe_atod(e, &tolerance_scale) < 0 || tolerance_scale < 1)) {
-                        fprintf(stderr, "PELTD_TEST_TOLERANCE_SCALE=%s: not a number of at least 1\n", e);
-                        return 2;
-                }
-        }
-        machine_lock();
-        atexit(cleanup);
-        log_set_max_level(LOG_ERR);
+        r = kernel_tests_start();
+        if (r != 0)
+                return r;
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

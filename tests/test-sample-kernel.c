@@ -14,146 +14,36 @@
  *   - a reused TID, in a PID namespace of its own: the old thread's kept fd says ESRCH, the new
  *     thread is a new one.
  */
-#include <json-c/json.h>
 #include <math.h>
-#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <sched.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <cmocka.h>
 
-#include "../bench/bench-util.h"
-#include "machine-lock.h"
-#include "peltd/config.h"
-#include "peltd/log.h"
+#include "kernel-util.h"
 #include "peltd/sample-proc.h"
-#include "peltd/parse.h"
 #include "peltd/sampling.h"
-#include "test-cleanup.h"
 
 /*
- * Generous: peltd's final value (PELT remembers the last ~100 ms) is compared with the kernel's
- * averaged over the last 0.65 s, and other work may run on this 2-CPU machine while the lock is
- * held (only tests and benchmarks take it; the workers' groups get the largest CPU weight).
- * Runnable, which moves with every moment's contention, gets more room (waiting itself is
- * checked exactly in test-track). bench/accuracy measures the real accuracy; these catch wrong
- * units, wrong files and lost time, on a machine that may be loaded by others.
+ * What the tolerances (kernel-util.h) cover here: peltd's final value (PELT remembers the last
+ * ~100 ms) is compared with the kernel's averaged over the last 0.65 s. Runnable, which moves with
+ * every moment's contention, gets more room (waiting itself is checked exactly in test-track).
+ * bench/accuracy measures the real accuracy; these catch wrong units, wrong files and lost time,
+ * on a machine that may be loaded by others.
  */
-#define UTIL_TOLERANCE (64 * tolerance_scale)
-#define RUNNABLE_TOLERANCE (160 * tolerance_scale)
-#define GROUP_TOLERANCE (96 * tolerance_scale)
-
-/*
- * PELTD_TEST_TOLERANCE_SCALE (at least 1) widens them where time itself is unsteady: in the
- * emulated test guest (tests/vm) a virtual CPU stalls for milliseconds at a time, and the last
- * 100 ms need not look like the last 0.65 s.
- */
-static double tolerance_scale = 1;
-
-static char top[64];
-static pid_t workers[8];
-static size_t n_workers;
-
-static void cleanup(void) {
-        for (size_t i = 0; i < n_workers; i++)
-                if (workers[i] > 0) {
-                        kill(workers[i], SIGKILL);
-                        waitpid(workers[i], NULL, 0);
-                        workers[i] = 0;
-                }
-        n_workers = 0;
-        bench_cgroup_remove(top);
-}
-
-static _Noreturn void duty(double period_ms, double share) {
-        bench_duty_loop((uint64_t) (period_ms * 1e6), (uint64_t) (period_ms * share * 1e6));
-}
 
 /* A duty-cycle worker in group g (below top), attached before it starts working. */
 static pid_t worker(const char *g, double period_ms, double share, int nice) {
-        char group[128];
-        int p[2];
-        pid_t pid;
-        char c;
-
-        snprintf(group, sizeof group, "%s/%s", top, g);
-        assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                bench_cgroup_attach(group, getpid());
-                if (setpriority(PRIO_PROCESS, 0, nice) < 0)
-                        _exit(3);
-                if (write(p[1], "x", 1) != 1)
-                        _exit(3);
-                duty(period_ms, share);
-        }
-        close(p[1]);
-        assert_int_equal(read(p[0], &c, 1), 1);
-        close(p[0]);
-        workers[n_workers++] = pid;
-        return pid;
-}
-
-/* Also when killed: group (made by bench_cgroup_create()) removed in every hierarchy, children first. */
-static void cleanup_cgroup_at_exit(const char *group) {
-        const char *h[3];
-        int n = bench_hierarchies(h);
-
-        for (int i = 0; i < n; i++) {
-                char path[512];
-
-                snprintf(path, sizeof path, "%s%s", h[i], group);
-                test_cleanup_cgroup(path);
-        }
-}
-
-/* Each test gets its own subtree: /peltd-test-PID-N. */
-static int setup(_unused_ void **state) {
-        static unsigned n = 0;
-
-        snprintf(top, sizeof top, "/peltd-test-%d-%u", (int) getpid(), n++);
-        bench_cgroup_create(top);
-        cleanup_cgroup_at_exit(top);
-        /* The machine's other work (builds, other engineers' programs) must not come and go in the workers' CPU time. */
-        bench_cgroup_max_weight(top);
-        for (const char *g = "a"; g; g = strcmp(g, "a") == 0 ? "b" : NULL) {
-                char path[128];
-
-                snprintf(path, sizeof path, "%s/%s", top, g);
-                bench_cgroup_create(path);
-                cleanup_cgroup_at_exit(path);
-        }
-        return 0;
-}
-
-static int teardown(_unused_ void **state) {
-        cleanup();
-        return 0;
+        return duty_worker(g, NULL, period_ms, share, nice);
 }
 
 static double sched_value(pid_t pid, const char *key) {
-        char path[96], buf[4096], *p;
-        int fd;
-        ssize_t n;
+        char path[96], buf[4096];
         double v;
 
         snprintf(path, sizeof path, "/proc/%d/task/%d/sched", (int) pid, (int) pid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        assert_true(fd >= 0);
-        n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        assert_true(n > 0);
-        buf[n] = 0;
-        p = strstr(buf, key);
-        assert_non_null(p);
-        p = strchr(p, ':');
-        assert_non_null(p);
-        assert_int_equal(sscanf(p + 1, "%lf", &v), 1);
+        assert_true(bench_read_text(path, buf, sizeof buf) > 0);
+        assert_true(bench_sched_field(buf, key, &v));
         return v;
 }
 
@@ -179,33 +69,6 @@ static uint64_t group_usage_ns(const char *g) {
         return v;
 }
 
-static json_object *get(json_object *o, const char *key) {
-        json_object *v = NULL;
-
-        if (!json_object_object_get_ex(o, key, &v))
-                fail_msg("peltd's JSON lacks \"%s\"", key);
-        return v;
-}
-
-typedef struct Once {
-        char *out;
-        int status;
-        char conf[64];
-} Once;
-
-
-static void *run_once(void *arg) {
-        Once *o = arg;
-        char *argv[] = { PELTD_BINARY, "--config", o->conf, "--once", "2", "--interval", "100", "--json", NULL };
-        struct rusage ru;
-
-        o->status = bench_run(argv, &o->out, &ru);
-        return NULL;
-}
-
-/* peltd --once against the kernel and against each group's own counter. */
-#define ONCE_RUNS 3
-
 /* The machine's steal and total jiffies from /proc/stat. */
 static void cpu_times(uint64_t *ret_steal, uint64_t *ret_total) {
         unsigned long long v[8] = {};
@@ -216,10 +79,6 @@ static void cpu_times(uint64_t *ret_steal, uint64_t *ret_total) {
         fclose(f);
         *ret_steal = v[7];
         *ret_total = v[0] + v[1] + v[2] + v[3] + v[4] + v[5] + v[6] + v[7];
-}
-
-static double median3(double v[ONCE_RUNS]) {
-        return bench_median(v, ONCE_RUNS);
 }
 
 /*
@@ -234,32 +93,23 @@ static void test_once_against_kernel(_unused_ void **state) {
         } spec[] = { { "a", 3.1, 0.30, 0 }, { "a", 2.3, 0.10, 5 }, { "b", 4.7, 0.20, -3 } };
         pid_t pids[3];
         double err_util[3][ONCE_RUNS], err_runnable[3][ONCE_RUNS], err_group[2][ONCE_RUNS], steal[ONCE_RUNS];
-        char conf[64];
-        int fd;
-        FILE *f;
+        char *conf;
 
         for (size_t i = 0; i < 3; i++)
                 pids[i] = worker(spec[i].group, spec[i].period, spec[i].share, spec[i].nice);
         usleep(300 * 1000);
 
-        snprintf(conf, sizeof conf, "/tmp/peltd-test-kernel-XXXXXX");
-        fd = mkstemp(conf);
-        assert_true(fd >= 0);
-        test_cleanup_path(conf);
-        f = fdopen(fd, "w");
-        fprintf(f, "[Daemon]\nCgroupRoot=%s\n", top);
-        fclose(f);
+        conf = write_conf("[Daemon]\nCgroupRoot=%s\n", top);
         srand((unsigned) getpid());
 
         for (unsigned run = 0; run < ONCE_RUNS; run++) {
                 double ku[3] = {}, kr[3] = {};
                 unsigned reads = 0;
                 uint64_t usage0[2], usage1[2], t0, t1, steal0, steal1, total0, total1;
-                Once o = {};
+                Once o = { .conf = conf };
                 pthread_t th;
                 json_object *root, *tasks, *groups;
 
-                snprintf(o.conf, sizeof o.conf, "%s", conf);
                 assert_int_equal(pthread_create(&th, NULL, run_once, &o), 0);
                 /* The kernel's values over peltd's last second; the groups' usage over its last ~350 ms. */
                 usleep(1000 * 1000);
@@ -342,6 +192,7 @@ static void test_once_against_kernel(_unused_ void **state) {
                 free(o.out);
         }
         unlink(conf);
+        free(conf);
 
         /*
          * /proc/stat counts steal in 10 ms ticks and peltd takes it over a second: when the host
@@ -362,30 +213,18 @@ static void test_once_against_kernel(_unused_ void **state) {
         }
 }
 
-/* Threads that start, move and exit while sampling runs. */
+/* Threads that start, move and exit while sampling runs (kernel-util.h's events), read from /proc. */
 static void test_sampling_events(_unused_ void **state) {
-        _cleanup_config_ Config *config = NULL;
+        _cleanup_config_ Config *config = top_config();
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         _cleanup_rootdir_ RootDir *proc = NULL;
         _cleanup_sampling_ Sampling *s = NULL;
         static const unsigned caps[2] = { 1024, 1024 };
-        pid_t stay, mover, leaver, late = 0;
-        SampledThread *t;
         SampledGroup *g;
-        size_t nt, ng;
-        uint64_t now = bench_now_ns();
-        char group_a[128], group_b[128];
-        bool found_late = false;
+        size_t ng;
+        Events ev;
 
-        snprintf(group_a, sizeof group_a, "%s/a", top);
-        snprintf(group_b, sizeof group_b, "%s/b", top);
-        stay = worker("a", 3.1, 0.3, 0);
-        mover = worker("a", 2.3, 0.3, 0);
-        leaver = worker("b", 4.7, 0.3, 0);
-
-        assert_int_equal(config_new_default(&config), 0);
-        free(config->cgroup_root);
-        config->cgroup_root = strdup(top);
+        events_start(&ev, NULL);
         assert_int_equal(cgroup_fs_open_system(&fs), 0);
         assert_int_equal(fs->mode, bench_cgroup_v2() ? CGROUP_MODE_V2 : CGROUP_MODE_V1);
         assert_int_equal(rootdir_open("/proc", &proc), 0);
@@ -399,56 +238,15 @@ static void test_sampling_events(_unused_ void **state) {
 
         for (int k = 0; k < 30; k++) {
                 usleep(50 * 1000);
-                now = bench_now_ns();
-                assert_int_equal(sampling_round(s, now, true), 0);
-                if (k == 5) {
-                        late = worker("a", 2.3, 0.2, 0);
-                        bench_cgroup_attach(group_b, mover);
-                }
-                if (k == 10) {
-                        kill(leaver, SIGKILL);
-                        waitpid(leaver, NULL, 0);
-                        for (size_t i = 0; i < n_workers; i++)
-                                if (workers[i] == leaver)
-                                        workers[i] = 0;
-                }
-                if (k > 6 && !found_late) {
-                        nt = sampling_threads(s, &t);
-                        for (size_t i = 0; i < nt; i++)
-                                if (t[i].tid == late)
-                                        found_late = true;
-                }
+                assert_int_equal(sampling_round(s, bench_now_ns(), true), 0);
+                events_round(&ev, s, k);
         }
-        assert_true(found_late);
-
-        nt = sampling_threads(s, &t);
-        for (size_t i = 0; i < nt; i++) {
-                assert_true(t[i].tid != leaver);
-                if (t[i].tid == mover)
-                        assert_string_equal(t[i].cgroup, group_b);
-                if (t[i].tid == stay || t[i].tid == late) {
-                        assert_string_equal(t[i].cgroup, group_a);
-                        assert_true(t[i].v.util_avg > 100);
-                }
-        }
-        for (size_t i = 0; i < nt; i++)
-                if (strneq(t[i].cgroup, top, strlen(top)))
-                        printf("# %d %s %s util %d runnable %d\n", (int) t[i].tid, t[i].comm, t[i].cgroup, (int) t[i].v.util_avg,
-                               (int) t[i].v.runnable_avg);
+        events_check(&ev, s);
+        /* b's util too: the mover's. */
         ng = sampling_groups(s, &g);
-        assert_int_equal(ng, 2);
-        for (size_t i = 0; i < ng; i++) {
-                if (streq(g[i].path, group_a)) {
-                        assert_int_equal(g[i].nr_tasks, 2);
-                        /* stay (30%) and late (20%): a's runnable comes from its threads. */
-                        assert_true(g[i].v.runnable_avg > 300);
-                } else {
-                        assert_string_equal(g[i].path, group_b);
-                        assert_int_equal(g[i].nr_tasks, 1);
-                        assert_true(g[i].v.runnable_avg > 150);
+        for (size_t i = 0; i < ng; i++)
+                if (streq(g[i].path, ev.group_b))
                         assert_true(g[i].v.util_avg > 150);
-                }
-        }
 }
 
 /*
@@ -468,52 +266,26 @@ static void *quiet_sleeper(void *arg) {
         return NULL;
 }
 
-/* The threads of process pid other than its main one (up to max of them); returns how many there are. */
-static size_t process_threads(pid_t pid, pid_t *tids, size_t max) {
-        char path[64];
-        DIR *d;
-        struct dirent *de;
-        size_t n = 0;
+/* The quiet process: QUIET_THREADS threads, each woken by a byte on its pipe of wake (arg). */
+static void quiet_body(int ready_fd, const void *arg) {
+        const int(*wake)[2] = arg;
 
-        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
-        d = opendir(path);
-        assert_non_null(d);
-        while ((de = readdir(d))) {
-                pid_t tid = atoi(de->d_name);
+        for (int i = 0; i < QUIET_THREADS; i++) {
+                pthread_t t;
 
-                if (tid <= 0 || tid == pid)
-                        continue;
-                if (n < max)
-                        tids[n] = tid;
-                n++;
+                if (pthread_create(&t, NULL, quiet_sleeper, (void *) (intptr_t) wake[i][0]) != 0)
+                        _exit(3);
         }
-        closedir(d);
-        return n;
+        bench_ready(ready_fd);
+        for (;;)
+                pause();
 }
 
 static pid_t quiet_process(int wake[QUIET_THREADS][2], pid_t tids[QUIET_THREADS]) {
-        char group[128];
-        pid_t pid;
-
-        snprintf(group, sizeof group, "%s/a", top);
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                bench_cgroup_attach(group, getpid());
-                for (int i = 0; i < QUIET_THREADS; i++) {
-                        pthread_t t;
-
-                        if (pthread_create(&t, NULL, quiet_sleeper, (void *) (intptr_t) wake[i][0]) != 0)
-                                _exit(3);
-                }
-                for (;;)
-                        pause();
-        }
-        workers[n_workers++] = pid;
+        pid_t pid = bench_spawn(in_top("a"), NULL, quiet_body, wake);
 
         /* Its threads but the main one, once they all exist. */
-        for (int tries = 0; process_threads(pid, tids, QUIET_THREADS) != QUIET_THREADS; tries++) {
+        for (int tries = 0; process_threads(pid, false, tids, QUIET_THREADS) != QUIET_THREADS; tries++) {
                 assert_true(tries < 200);
                 usleep(10 * 1000);
         }
@@ -564,7 +336,7 @@ static unsigned quiet_round(Sampling *s, pid_t sleeper, const pid_t *tids) {
 }
 
 static void test_quiet_threads(_unused_ void **state) {
-        _cleanup_config_ Config *config = NULL;
+        _cleanup_config_ Config *config = top_config();
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         _cleanup_rootdir_ RootDir *proc = NULL;
         Sampling *s;
@@ -585,9 +357,6 @@ static void test_quiet_threads(_unused_ void **state) {
         assert_int_equal(clock_getcpuclockid(sleeper, &id), 0);
         assert_int_equal(id, proc_process_clockid(sleeper));
 
-        assert_int_equal(config_new_default(&config), 0);
-        free(config->cgroup_root);
-        config->cgroup_root = strdup(top);
         assert_int_equal(cgroup_fs_open_system(&fs), 0);
         assert_int_equal(rootdir_open("/proc", &proc), 0);
 
@@ -663,17 +432,10 @@ static void test_quiet_threads(_unused_ void **state) {
  * A reused TID on the real kernel: in a new PID namespace (with its own /proc) a thread is found,
  * exits, and a new thread gets its TID (ns_last_pid). The kept schedstat fd of the old one answers
  * ESRCH: the old thread is GONE and the new one is a NEW thread, never the old one continued.
+ *
+ * The child's private /proc mount point is made (and removed at exit) by the test: the mount lives
+ * only in the child's mount namespace, which the child unmounts and removes when it is done.
  */
-static void *waiting_thread(void *arg) {
-        int fd = *(int *) arg;
-        char c;
-
-        (void) !read(fd, &c, 1);
-        return NULL;
-}
-
-/* The child's private /proc mount point, made (and removed at exit) by the test: the mount lives
- * only in the child's mount namespace, which the child unmounts and removes when it is done. */
 static char pid_reuse_dir[] = "/tmp/peltd-test-proc-XXXXXX";
 
 static int pid_reuse_child(void) {
@@ -753,36 +515,8 @@ static int pid_reuse_child(void) {
 }
 
 static void test_pid_reuse(_unused_ void **state) {
-        pid_t pid;
-        int status;
-
         assert_non_null(test_mkdtemp(pid_reuse_dir));
-        /* A child enters the new namespaces (this process stays where it is), its child is PID 1 there. */
-        pid = fork();
-        assert_true(pid >= 0);
-        if (pid == 0) {
-                pid_t inner;
-
-                if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
-                        _exit(2);
-                inner = fork();
-                if (inner < 0)
-                        _exit(3);
-                if (inner == 0)
-                {
-                        int k = pid_reuse_child();
-
-                        (void) umount2(pid_reuse_dir, MNT_DETACH);
-                        (void) rmdir(pid_reuse_dir);
-                        _exit(k);
-                }
-                if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
-                        _exit(4);
-                _exit(WEXITSTATUS(status));
-        }
-        assert_int_equal(waitpid(pid, &status, 0), pid);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-                fail_msg("pid reuse check failed: status %d", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+        run_in_pid_namespace(pid_reuse_child, pid_reuse_dir, "pid reuse check");
 }
 
 int main(void) {
@@ -792,17 +526,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_quiet_threads, setup, teardown),
                 cmocka_unit_test(test_pid_reuse),
         };
+        int r = kernel_tests_start();
 
-        {
-                const char *e = getenv("PELTD_TEST_TOLERANCE_SCALE");
-
-                if (e && (safe_atod(e, &tolerance_scale) < 0 || tolerance_scale < 1)) {
-                        fprintf(stderr, "PELTD_TEST_TOLERANCE_SCALE=%s: not a number of at least 1\n", e);
-                        return 2;
-                }
-        }
-        machine_lock();
-        atexit(cleanup);
-        log_set_max_level(LOG_ERR);
+        if (r != 0)
+                return r;
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -12,40 +12,21 @@ here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-security-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
+daemon_test_begin security
 pids=()
-failures=0
 
 cleanup() {
-        local p
-        for p in "${pids[@]}"; do
-                kill -KILL "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
-        cg_remove "/$id"
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-        echo "FAIL: $*"
-        failures=$((failures + 1))
+        end_pids KILL "${pids[@]}"
 }
 
-cg_detect
-cg_guard "/$id" "$tmp"
 [[ $mode == v1 ]] || { echo "this test writes v1 paths; the v2 checks are the unit tests'"; exit 77; }
-all_cpus=$(cat /sys/devices/system/cpu/online)
 first_cpu=${all_cpus%%[-,]*}
 cg_create_top "/$id" "$all_cpus"
 cg_create "/$id/a" "$all_cpus"
 
-state=$tmp/state/originals
 mkdir -p "$tmp/state"
-conf=$tmp/peltd.conf
 printf '[Daemon]\nCgroupRoot=/%s\nStateFile=%s\nMetricsFile=\nSampleIntervalMSec=100\nTaskSampleIntervalMSec=200\n' "$id" "$state" > "$conf"
 
 # The victims a forged entry aims at: a file outside cgroupfs with a placed file's name, reached by

@@ -12,39 +12,19 @@ here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 . "$here/machine-lock.sh"
 . "$here/cgroup-lib.sh"
+. "$here/daemon-lib.sh"
 
-id=peltd-test-utf8-$$
-tmp=$(mktemp -d "/tmp/$id.XXXXXX")
-conf=$tmp/peltd.conf
-log=$tmp/peltd.log
+daemon_test_begin utf8
 pids=()
-failures=0
 
 cleanup() {
-        local p
-        for p in "${pids[@]}"; do
-                kill -KILL "$p" 2>/dev/null
-                wait "$p" 2>/dev/null
-        done
-        cg_remove "/$id"
-        rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
-fail() {
-        echo "FAIL: $*"
-        failures=$((failures + 1))
+        end_pids KILL "${pids[@]}"
 }
 
 # utf8 FILE: the file is valid UTF-8 throughout.
 utf8() {
         iconv -f UTF-8 -t UTF-8 "$1" >/dev/null 2>&1
 }
-
-cg_detect
-cg_guard "/$id" "$tmp"
-all_cpus=$(cat /sys/devices/system/cpu/online)
 
 # The raw names and what peltd must write for them (the backslashes are characters).
 name=$'grp\xff-\xe2\x82'
