@@ -25,7 +25,7 @@ fi
 
 candidates() {
         find /tmp -maxdepth 1 -mindepth 1 -newer "$stamp" \
-                \( -name 'peltd-test-*' -o -name 'peltd-print-*' -o -name 'peltd-unit-*' \) -print 2>/dev/null
+                \( -name 'peltd-test-*' -o -name 'peltd-print-*' -o -name 'peltd-unit-*' -o -name 'peltd-fixture-*' \) -print 2>/dev/null
         find /sys/fs/cgroup -maxdepth 2 -mindepth 2 -type d -name 'peltd-test-*' -newer "$stamp" -print 2>/dev/null
 }
 
