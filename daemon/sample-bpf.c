@@ -77,6 +77,11 @@ int bpf_sampler_read(_unused_ BpfSampler *b, const ProcThreadSample **ret, size_
         return -EOPNOTSUPP;
 }
 
+int bpf_sampler_find_hidden(_unused_ BpfSampler *b, _unused_ const RootDir *sysroot, BpfHidden *ret) {
+        *ret = (BpfHidden){};
+        return -EOPNOTSUPP;
+}
+
 #else
 
 /* The iterator hands out at most a seq_file buffer (8 pages) per read: ask for more, it is free. */
@@ -223,6 +228,120 @@ int bpf_sampler_read(BpfSampler *b, const ProcThreadSample **ret, size_t *ret_n)
                 log_debug("BPF task iterator: %zu records were no thread's, skipped.", b->n_garbled);
         *ret = b->samples;
         *ret_n = k;
+        return 0;
+}
+
+/* A thread as /proc lists it: by TID, with its process. */
+typedef struct TidPid {
+        pid_t tid;
+        pid_t pid;
+} TidPid;
+
+static int cmp_tid(const void *a, const void *b) {
+        const TidPid *x = a, *y = b;
+
+        return (x->tid > y->tid) - (x->tid < y->tid);
+}
+
+static bool has_tid(const TidPid *v, size_t n, pid_t tid) {
+        return bsearch(&(TidPid){ .tid = tid }, v, n, sizeof *v, cmp_tid);
+}
+
+static int parse_id(const char *name, pid_t *ret) {
+        int v;
+
+        if (!(name[0] >= '1' && name[0] <= '9') || safe_atoi(name, &v) < 0 || v <= 0)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/* Every thread under sysroot's proc/, sorted by TID. */
+static int list_proc_threads(const RootDir *sysroot, TidPid **ret, size_t *ret_n) {
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_free_ TidPid *v = NULL;
+        size_t n = 0, allocated = 0;
+        struct dirent *de;
+        int k;
+
+        k = rootdir_opendir(sysroot, "proc", &d);
+        if (k < 0)
+                return k;
+        while ((de = readdir(d))) {
+                _cleanup_closedir_ DIR *td = NULL;
+                struct dirent *te;
+                char path[64];
+                pid_t pid, tid;
+
+                if (parse_id(de->d_name, &pid) < 0)
+                        continue;
+                snprintf(path, sizeof path, "proc/%d/task", (int) pid);
+                if (rootdir_opendir(sysroot, path, &td) < 0)
+                        continue; /* exited since */
+                while ((te = readdir(td))) {
+                        if (parse_id(te->d_name, &tid) < 0)
+                                continue;
+                        if (n == allocated) {
+                                size_t na = MAX((size_t) 256, allocated * 2);
+                                TidPid *nv = reallocarray(v, na, sizeof *nv);
+
+                                if (!nv)
+                                        return -ENOMEM;
+                                v = nv;
+                                allocated = na;
+                        }
+                        v[n++] = (TidPid){ .tid = tid, .pid = pid };
+                }
+        }
+        if (n > 0)
+                qsort(v, n, sizeof *v, cmp_tid);
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
+int bpf_sampler_find_hidden(BpfSampler *b, const RootDir *sysroot, BpfHidden *ret) {
+        _cleanup_free_ TidPid *before = NULL, *after = NULL, *read = NULL;
+        size_t n_before, n_after, n_read;
+        const ProcThreadSample *v;
+        BpfHidden h = {};
+        int k;
+
+        *ret = h;
+        k = list_proc_threads(sysroot, &before, &n_before);
+        if (k < 0)
+                return k;
+        k = bpf_sampler_read(b, &v, &n_read);
+        if (k < 0)
+                return k;
+        read = new0(TidPid, MAX(n_read, (size_t) 1));
+        if (!read)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_read; i++)
+                read[i] = (TidPid){ .tid = v[i].tid, .pid = v[i].pid };
+        qsort(read, n_read, sizeof *read, cmp_tid);
+        k = list_proc_threads(sysroot, &after, &n_after);
+        if (k < 0)
+                return k;
+
+        /* The hidden threads' processes, in hidden[0..h.n_threads) (reusing before[]: i >= j). */
+        for (size_t i = 0; i < n_before; i++) {
+                if (!has_tid(after, n_after, before[i].tid))
+                        continue;
+                h.n_listed++;
+                if (!has_tid(read, n_read, before[i].tid))
+                        before[h.n_threads++].tid = before[i].pid;
+        }
+        /* Sorted by PID (now in .tid), each process once. */
+        qsort(before, h.n_threads, sizeof *before, cmp_tid);
+        for (size_t i = 0; i < h.n_threads; i++) {
+                if (i > 0 && before[i].tid == before[i - 1].tid)
+                        continue;
+                if (h.n_processes < BPF_HIDDEN_EXAMPLES)
+                        h.pid[h.n_processes] = before[i].tid;
+                h.n_processes++;
+        }
+        *ret = h;
         return 0;
 }
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include "peltd/log.h"
 #include "peltd/sampling.h"
+#include "peltd/utf8.h"
 
 /*
  * /proc/stat counts steal in ticks (10 ms): over one 100 ms round that is a 10% step on a CPU.
@@ -193,6 +194,39 @@ const char *sampling_backend_to_string(SamplingBackend b) {
         return NULL;
 }
 
+/* Says once, at load, which threads /proc lists that the iterator does not show. */
+static void say_hidden(BpfSampler *b, const RootDir *sysroot, const char *setting) {
+        char examples[BPF_HIDDEN_EXAMPLES * 48 + 8] = "";
+        size_t len = 0;
+        BpfHidden h;
+        int r;
+
+        r = bpf_sampler_find_hidden(b, sysroot, &h);
+        if (r < 0) {
+                log_debug_errno(r, "Could not compare the BPF task iterator with /proc: %m");
+                return;
+        }
+        if (h.n_threads == 0) {
+                log_debug("The BPF task iterator shows every one of the %zu threads /proc lists.", h.n_listed);
+                return;
+        }
+        for (size_t i = 0; i < MIN(h.n_processes, (size_t) BPF_HIDDEN_EXAMPLES); i++) {
+                _cleanup_free_ char *comm = NULL;
+                char path[32], name[40] = "?";
+
+                snprintf(path, sizeof path, "proc/%d/comm", (int) h.pid[i]);
+                /* Any process names itself: escaped, and cut to what comm holds. */
+                if (rootdir_read_string(sysroot, path, &comm) >= 0)
+                        (void) utf8_escape_to(comm, name, sizeof name);
+                len += (size_t) snprintf(examples + len, sizeof examples - len, "%s%d \"%s\"", i > 0 ? ", " : "", (int) h.pid[i],
+                                         name);
+        }
+        log_notice("The BPF task iterator does not show %zu of the %zu threads /proc lists, of %zu process%s (%s%s): "
+                   "their load is not tracked; %sproc reads them.",
+                   h.n_threads, h.n_listed, h.n_processes, h.n_processes == 1 ? "" : "es", examples,
+                   h.n_processes > BPF_HIDDEN_EXAMPLES ? ", ..." : "", setting);
+}
+
 int sampling_open_backend(const RootDir *sysroot, CgroupMode mode, SamplingBackend want, const char *setting, BpfSampler **ret_bpf) {
         _cleanup_free_ char *reason = NULL;
         int r;
@@ -205,6 +239,7 @@ int sampling_open_backend(const RootDir *sysroot, CgroupMode mode, SamplingBacke
         r = bpf_sampler_new(sysroot, mode, ret_bpf, &reason);
         if (r >= 0) {
                 log_info("Sampling threads with the BPF task iterator (%s%s).", setting, sampling_backend_to_string(want));
+                say_hidden(*ret_bpf, sysroot, setting);
                 return 0;
         }
         if (want == SAMPLING_BACKEND_BPF)

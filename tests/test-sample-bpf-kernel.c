@@ -19,6 +19,7 @@
  * Skips (77) only in a build without the BPF sampler (meson -Dbpf=disabled).
  */
 #include <linux/capability.h>
+#include <glob.h>
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -100,6 +101,23 @@ static void own_cgroup(char *buf, size_t size) {
         }
         fclose(f);
         assert_true(buf[0] == '/');
+}
+
+/* Every thread /proc lists, by glob (not the daemon's readdir): their TIDs in *ret (malloc'd). */
+static size_t machine_tids(pid_t **ret) {
+        glob_t g;
+        pid_t *v;
+
+        assert_int_equal(glob("/proc/[0-9]*/task/[0-9]*", GLOB_NOSORT, NULL, &g), 0);
+        v = calloc(MAX(g.gl_pathc, (size_t) 1), sizeof *v);
+        assert_non_null(v);
+        for (size_t i = 0; i < g.gl_pathc; i++)
+                v[i] = (pid_t) atoi(strrchr(g.gl_pathv[i], '/') + 1);
+        size_t n = g.gl_pathc;
+
+        *ret = v;
+        globfree(&g);
+        return n;
 }
 
 static const ProcThreadSample *find_sample(const ProcThreadSample *v, size_t n, pid_t tid) {
@@ -189,6 +207,43 @@ static void test_records(_unused_ void **state) {
                 }
                 printf("# %zu of %zu threads read are in /proc as the same process's\n", known, n);
                 assert_true(known * 10 >= n * 9);
+        }
+
+        /*
+         * And the other way: the threads /proc lists that the read left out, counted here by
+         * another route (glob, one read between two listings) and by bpf_sampler_find_hidden().
+         * The machine's own threads come and go meanwhile: a few either way.
+         */
+        {
+                BpfHidden h;
+                size_t listed, missing = 0;
+                pid_t *before, *after;
+                size_t n_before, n_after;
+
+                n_before = machine_tids(&before);
+                assert_int_equal(bpf_sampler_read(b, &v, &n), 0);
+                n_after = machine_tids(&after);
+                for (size_t i = 0; i < n_before; i++) {
+                        bool later = false;
+
+                        for (size_t j = 0; j < n_after && !later; j++)
+                                later = after[j] == before[i];
+                        if (later && !find_sample(v, n, before[i]))
+                                missing++;
+                }
+                listed = n_before;
+                free(before);
+                free(after);
+                assert_int_equal(bpf_sampler_find_hidden(b, root, &h), 0);
+                printf("# /proc lists %zu threads; the read left out %zu; bpf_sampler_find_hidden: %zu of %zu, of %zu processes (first %d)\n",
+                       listed, missing, h.n_threads, h.n_listed, h.n_processes, h.n_processes > 0 ? (int) h.pid[0] : 0);
+                assert_true(h.n_listed + 5 >= listed && h.n_listed <= listed + 5);
+                assert_true(h.n_threads + 3 >= missing && h.n_threads <= missing + 3);
+                assert_true((h.n_threads == 0) == (h.n_processes == 0));
+                assert_true(h.n_processes <= h.n_threads);
+                /* Not this process, nor the worker: a hidden one is never one of these. */
+                for (size_t i = 0; i < MIN(h.n_processes, (size_t) BPF_HIDDEN_EXAMPLES); i++)
+                        assert_true(h.pid[i] != getpid() && h.pid[i] != pid);
         }
 }
 
@@ -735,6 +790,28 @@ static void test_fallbacks(_unused_ void **state) {
                 assert_true(k > 0);
                 assert_contains(buf, "Sampling threads with the BPF task iterator (SamplingBackend=auto).");
                 free(out);
+
+                /* Threads the iterator hides, if this kernel hides any, are said once, at load. */
+                {
+                        _cleanup_rootdir_ RootDir *root = NULL;
+                        _cleanup_(bpf_sampler_freep) BpfSampler *b = NULL;
+                        _cleanup_free_ char *reason = NULL;
+                        BpfHidden h;
+
+                        assert_int_equal(rootdir_open("/", &root), 0);
+                        assert_int_equal(bpf_sampler_new(root, bench_cgroup_v2() ? CGROUP_MODE_V2 : CGROUP_MODE_V1, &b, &reason), 0);
+                        assert_int_equal(bpf_sampler_find_hidden(b, root, &h), 0);
+                        printf("# unhobbled auto: %zu threads hidden from the iterator\n", h.n_threads);
+                        if (h.n_threads > 0) {
+                                char expect[128];
+
+                                snprintf(expect, sizeof expect, "threads /proc lists, of %zu process", h.n_processes);
+                                assert_contains(buf, "The BPF task iterator does not show ");
+                                assert_contains(buf, expect);
+                                assert_contains(buf, "their load is not tracked; SamplingBackend=proc reads them.");
+                        } else
+                                assert_null(strstr(buf, "does not show"));
+                }
         }
         unlink(conf_auto);
         unlink(conf_bpf);

@@ -51,6 +51,21 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BpfSampler *, bpf_sampler_free);
 int bpf_sampler_read(BpfSampler *b, const ProcThreadSample **ret, size_t *ret_n);
 
 /*
+ * Threads /proc lists that the iterator does not show. A kernel may hide tasks from BPF iterators
+ * (an LSM, or a sandbox's patch; some hide PID 1): their load is then not tracked. Those are the
+ * threads listed under sysroot's proc/ both before and after one read of the iterator (alive
+ * throughout) yet absent from it; threads that start or exit meanwhile count for nothing.
+ */
+#define BPF_HIDDEN_EXAMPLES 3
+typedef struct BpfHidden {
+        size_t n_threads;
+        size_t n_processes;
+        size_t n_listed;                               /* threads /proc listed both times */
+        pid_t pid[BPF_HIDDEN_EXAMPLES];                /* the first processes, by PID */
+} BpfHidden;
+int bpf_sampler_find_hidden(BpfSampler *b, const RootDir *sysroot, BpfHidden *ret);
+
+/*
  * A record as the program writes it, as the /proc sampler's reads would give it: nice from
  * static_prio, comm NUL-terminated. Pure. -EINVAL for a record that cannot be a thread's.
  */
