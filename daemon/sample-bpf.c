@@ -247,56 +247,41 @@ static bool has_tid(const TidPid *v, size_t n, pid_t tid) {
         return bsearch(&(TidPid){ .tid = tid }, v, n, sizeof *v, cmp_tid);
 }
 
-static int parse_id(const char *name, pid_t *ret) {
-        int v;
+typedef struct TidList {
+        TidPid *v;
+        size_t n, allocated;
+} TidList;
 
-        if (!(name[0] >= '1' && name[0] <= '9') || safe_atoi(name, &v) < 0 || v <= 0)
-                return -EINVAL;
-        *ret = v;
+static int add_thread(pid_t pid, pid_t tid, void *userdata) {
+        TidList *l = userdata;
+
+        if (l->n == l->allocated) {
+                size_t na = MAX((size_t) 256, l->allocated * 2);
+                TidPid *nv = reallocarray(l->v, na, sizeof *nv);
+
+                if (!nv)
+                        return -ENOMEM;
+                l->v = nv;
+                l->allocated = na;
+        }
+        l->v[l->n++] = (TidPid){ .tid = tid, .pid = pid };
         return 0;
 }
 
 /* Every thread under sysroot's proc/, sorted by TID. */
 static int list_proc_threads(const RootDir *sysroot, TidPid **ret, size_t *ret_n) {
-        _cleanup_closedir_ DIR *d = NULL;
-        _cleanup_free_ TidPid *v = NULL;
-        size_t n = 0, allocated = 0;
-        struct dirent *de;
+        TidList l = {};
         int k;
 
-        k = rootdir_opendir(sysroot, "proc", &d);
-        if (k < 0)
+        k = proc_for_each_thread(sysroot, "proc", add_thread, &l);
+        if (k < 0) {
+                free(l.v);
                 return k;
-        while ((de = readdir(d))) {
-                _cleanup_closedir_ DIR *td = NULL;
-                struct dirent *te;
-                char path[64];
-                pid_t pid, tid;
-
-                if (parse_id(de->d_name, &pid) < 0)
-                        continue;
-                snprintf(path, sizeof path, "proc/%d/task", (int) pid);
-                if (rootdir_opendir(sysroot, path, &td) < 0)
-                        continue; /* exited since */
-                while ((te = readdir(td))) {
-                        if (parse_id(te->d_name, &tid) < 0)
-                                continue;
-                        if (n == allocated) {
-                                size_t na = MAX((size_t) 256, allocated * 2);
-                                TidPid *nv = reallocarray(v, na, sizeof *nv);
-
-                                if (!nv)
-                                        return -ENOMEM;
-                                v = nv;
-                                allocated = na;
-                        }
-                        v[n++] = (TidPid){ .tid = tid, .pid = pid };
-                }
         }
-        if (n > 0)
-                qsort(v, n, sizeof *v, cmp_tid);
-        *ret = TAKE_PTR(v);
-        *ret_n = n;
+        if (l.n > 0)
+                qsort(l.v, l.n, sizeof *l.v, cmp_tid);
+        *ret = l.v;
+        *ret_n = l.n;
         return 0;
 }
 

@@ -684,39 +684,51 @@ static int parse_pid(const char *name, pid_t *ret) {
         return 0;
 }
 
-static int rescan(ProcSampler *s) {
+int proc_for_each_thread(const RootDir *r, const char *dir, int (*cb)(pid_t pid, pid_t tid, void *userdata), void *userdata) {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
         int k;
 
-        k = rootdir_opendir(s->proc, ".", &d);
+        k = rootdir_opendir(r, dir, &d);
+        if (k < 0)
+                return k;
+        while ((de = readdir(d))) {
+                _cleanup_closedir_ DIR *td = NULL;
+                struct dirent *te;
+                char path[PATH_MAX];
+                pid_t pid, tid;
+
+                if (parse_pid(de->d_name, &pid) < 0)
+                        continue;
+                snprintf(path, sizeof path, "%s/%d/task", dir, (int) pid);
+                if (rootdir_opendir(r, path, &td) < 0)
+                        continue; /* exited since */
+                while ((te = readdir(td))) {
+                        if (parse_pid(te->d_name, &tid) < 0)
+                                continue;
+                        k = cb(pid, tid, userdata);
+                        if (k < 0)
+                                return k;
+                }
+        }
+        return 0;
+}
+
+static int discover_cb(pid_t pid, pid_t tid, void *userdata) {
+        return discover(userdata, pid, tid);
+}
+
+static int rescan(ProcSampler *s) {
+        int k;
+
+        s->rescan_gen++;
+        k = proc_for_each_thread(s->proc, ".", discover_cb, s);
         if (out_of_fds(k)) {
                 warn_out_of_fds(s); /* still needed: tried again next round */
                 return 0;
         }
         if (k < 0)
                 return k;
-        s->rescan_gen++;
-
-        while ((de = readdir(d))) {
-                _cleanup_closedir_ DIR *td = NULL;
-                struct dirent *te;
-                char path[64];
-                pid_t pid, tid;
-
-                if (parse_pid(de->d_name, &pid) < 0)
-                        continue;
-                snprintf(path, sizeof path, "%d/task", (int) pid);
-                if (rootdir_opendir(s->proc, path, &td) < 0)
-                        continue; /* exited since */
-                while ((te = readdir(td))) {
-                        if (parse_pid(te->d_name, &tid) < 0)
-                                continue;
-                        k = discover(s, pid, tid);
-                        if (k < 0)
-                                return k;
-                }
-        }
 
         /*
          * Threads the scan did not see: gone, unless they appeared after their directory was read

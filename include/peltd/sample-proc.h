@@ -175,6 +175,13 @@ typedef struct ProcCpuTimes {
  */
 int proc_sampler_cpu_times(ProcSampler *s, ProcCpuTimes *ret, size_t max);
 
+/*
+ * Calls cb for every thread under dir (a /proc, relative to r): each process directory's task/
+ * entries, as readdir gives them; a process that exits meanwhile is passed over. Stops at the first
+ * negative cb returns and returns it; else 0, or the error opening dir.
+ */
+int proc_for_each_thread(const RootDir *r, const char *dir, int (*cb)(pid_t pid, pid_t tid, void *userdata), void *userdata);
+
 /* Parsers, exposed for tests. Return 0 or -EINVAL. */
 int proc_parse_schedstat(const char *s, uint64_t *ret_run, uint64_t *ret_wait, uint64_t *ret_slices);
 /* comm (up to 15 bytes), nice (field 19), starttime (field 22), processor (field 39). */
