@@ -18,7 +18,7 @@
 #include "peltd/time-util.h"
 
 enum {
-        LINE_INDENTED = 1 << 0,      /* starts with whitespace: a continuation, for inih */
+        LINE_CONTINUATION = 1 << 0,  /* indented, after a key in its section: a continuation, for inih */
         LINE_REPORTED = 1 << 1,      /* the reader already reported an error on it */
 };
 
@@ -28,7 +28,7 @@ typedef struct IniState {
         void *userdata;
         FILE *f;
         unsigned lineno;             /* lines handed to inih so far */
-        uint8_t *lines;              /* per line: LINE_INDENTED, LINE_REPORTED */
+        uint8_t *lines;              /* per line: LINE_CONTINUATION, LINE_REPORTED */
         size_t n_lines;
         int error;
 
@@ -40,6 +40,7 @@ typedef struct IniState {
         unsigned section_line;       /* the line of the last section header the reader saw */
         bool section_fresh;          /* the reader opened a section at its header; keys follow */
         const char *last_key;        /* for continuation lines */
+        bool after_key;              /* inih's prev_name is set: an indented line continues it */
 } IniState;
 
 int ini_error(const IniPos *pos, const char *value, const char *format, ...) {
@@ -185,8 +186,6 @@ static char *reader(char *str, int num, void *stream) {
                 st->lines = nl;
                 st->n_lines = nn;
         }
-        if (len > 0 && isspace((unsigned char) line[0]))
-                st->lines[st->lineno] |= LINE_INDENTED;
 
         if (memchr(line, 0, len)) {
                 IniPos pos = { .file = st->path, .line = st->lineno };
@@ -207,17 +206,32 @@ static char *reader(char *str, int num, void *stream) {
         p = line;
         while (isspace((unsigned char) *p))
                 p++;
-        if (*p == '[') {
+        /*
+         * As inih reads the line: an indented one continues the last key, unless no key came since
+         * the last section header (then it is read as if it were not indented); a header ends the
+         * key's lines, a key begins them. Comments and blank lines change nothing.
+         */
+        if (*p == 0 || *p == '#' || *p == ';')
+                ;
+        else if (p > line && st->after_key)
+                st->lines[st->lineno] |= LINE_CONTINUATION;
+        else if (*p == '[') {
                 int before = st->error;
 
+                if (p[1 + ini_find_chars_or_comment(p + 1, strlen(p + 1), "]")] == ']')
+                        st->after_key = false;
                 st->section_line = st->lineno;
                 st->error = 0;
-                /* An indented "[" may be a continuation line to inih: only check those. */
-                check_section_line(st, p, p == line);
+                check_section_line(st, p, true);
                 if (st->error < 0)
                         st->lines[st->lineno] |= LINE_REPORTED;
                 else
                         st->error = before;
+        } else {
+                char c = p[ini_find_chars_or_comment(p, strlen(p), "=:")];
+
+                if (c == '=' || c == ':')
+                        st->after_key = true;
         }
 
         memcpy(str, line, len);
@@ -232,7 +246,7 @@ static int handler(void *user, const char *section, const char *name, const char
         const IniKey *k;
         int r;
 
-        pos.continuation = (size_t) lineno < st->n_lines && (st->lines[lineno] & LINE_INDENTED);
+        pos.continuation = (size_t) lineno < st->n_lines && (st->lines[lineno] & LINE_CONTINUATION);
 
         if (st->section_fresh) {
                 /* The reader opened this section at its header. */

@@ -168,3 +168,14 @@ char *strstrip_trailing(char *s) {
                 s[--n] = 0;
         return s;
 }
+
+size_t ini_find_chars_or_comment(const char *s, size_t n, const char *chars) {
+        bool was_space = false;
+
+        for (size_t i = 0; i < n; i++) {
+                if (strchr(chars, s[i]) || (was_space && s[i] == ';'))
+                        return i;
+                was_space = isspace((unsigned char) s[i]);
+        }
+        return n;
+}

@@ -10,6 +10,7 @@
 #include "peltd/cgroup-path.h"
 #include "peltd/ini.h"
 #include "peltd/macro.h"
+#include "peltd/parse.h"
 #include "peltd/peltctl-dropin.h"
 #include "peltd/policy-name.h"
 
@@ -68,21 +69,6 @@ static bool section_matches(const Edit *e, const char *inner, size_t n) {
         return *arg && cgroup_path_normalize(arg, &norm) >= 0 && streq(norm, e->path);
 }
 
-/*
- * inih's find_chars_or_comment(): the first of chars, or an inline comment (';' after
- * whitespace), or the end.
- */
-static size_t find_chars_or_comment(const char *s, size_t n, const char *chars) {
-        bool was_space = false;
-
-        for (size_t i = 0; i < n; i++) {
-                if (strchr(chars, s[i]) || (was_space && s[i] == ';'))
-                        return i;
-                was_space = isspace((unsigned char) s[i]);
-        }
-        return n;
-}
-
 /* Classifies the lines as inih reads them and marks what the edit drops. */
 static void classify(Line *lines, size_t n, const Edit *e) {
         bool after_key = false, in_match = false, dropping = false;
@@ -104,7 +90,7 @@ static void classify(Line *lines, size_t n, const Edit *e) {
                         l->kind = LINE_CONTINUATION;
                         l->drop = dropping;
                 } else if (l->start[skip] == '[') {
-                        end = skip + 1 + find_chars_or_comment(l->start + skip + 1, l->len - skip - 1, "]");
+                        end = skip + 1 + ini_find_chars_or_comment(l->start + skip + 1, l->len - skip - 1, "]");
                         if (end < l->len && l->start[end] == ']') {
                                 l->kind = LINE_SECTION;
                                 in_match = section_matches(e, l->start + skip + 1, end - skip - 1);
@@ -112,7 +98,7 @@ static void classify(Line *lines, size_t n, const Edit *e) {
                         } else
                                 l->kind = LINE_OTHER;
                 } else {
-                        end = skip + find_chars_or_comment(l->start + skip, l->len - skip, "=:");
+                        end = skip + ini_find_chars_or_comment(l->start + skip, l->len - skip, "=:");
                         if (end < l->len && (l->start[end] == '=' || l->start[end] == ':')) {
                                 size_t k = end;
 
@@ -180,7 +166,7 @@ static int apply_edit(const char *text, const Edit *e, char **ret) {
         _cleanup_free_ Line *lines = NULL;
         _cleanup_free_ char *buf = NULL;
         size_t n = 0, size = 0, at = SIZE_MAX;
-        bool written = false, last_blank = true;
+        bool written = false, last_blank = true, after_key = false;
         FILE *f;
         int r;
 
@@ -215,16 +201,33 @@ static int apply_edit(const char *text, const Edit *e, char **ret) {
         for (size_t i = 0; i < n; i++) {
                 if (i == at && lines[i].drop) {
                         fprintf(f, "%s\n", e->line);
-                        written = true;
+                        written = after_key = true;
                         last_blank = false;
                 }
                 if (!lines[i].drop) {
-                        fprintf(f, "%.*s\n", (int) lines[i].len, lines[i].start);
+                        const char *start = lines[i].start;
+                        size_t len = lines[i].len;
+
+                        /*
+                         * An indented line that was no continuation (no key before it in its
+                         * section) would become one after a key line written before it: its
+                         * indent, which meant nothing, goes.
+                         */
+                        if (after_key && lines[i].kind != LINE_BLANK && lines[i].kind != LINE_COMMENT && lines[i].kind != LINE_CONTINUATION)
+                                while (len > 0 && isspace((unsigned char) *start)) {
+                                        start++;
+                                        len--;
+                                }
+                        fprintf(f, "%.*s\n", (int) len, start);
                         last_blank = lines[i].kind == LINE_BLANK;
+                        if (lines[i].kind == LINE_KEY)
+                                after_key = true;
+                        else if (lines[i].kind == LINE_SECTION)
+                                after_key = false;
                 }
                 if (i == at && !written) {
                         fprintf(f, "%s\n", e->line);
-                        written = true;
+                        written = after_key = true;
                         last_blank = false;
                 }
         }
@@ -276,7 +279,7 @@ int dropin_check_group_path(const char *path, const char **ret_reason) {
                 why = "is not normalised (no empty components, no trailing '/')";
         else if (strchr(path, ']'))
                 why = "contains ']'";
-        else if (find_chars_or_comment(path, strlen(path), "") < strlen(path))
+        else if (ini_find_chars_or_comment(path, strlen(path), "") < strlen(path))
                 why = "contains a ';' after whitespace (a comment to peltd.conf)";
         else if (isspace((unsigned char) path[strlen(path) - 1]))
                 why = "ends in whitespace";

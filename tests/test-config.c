@@ -333,6 +333,29 @@ static void test_repeated_and_empty_sections(_unused_ void **state) {
         config_free(c);
 }
 
+/*
+ * Indented lines as inih reads them: after a key, a continuation (refused where the key takes one
+ * value, a "[" line too); with no key since the section's header, a line like any other.
+ */
+static void test_indented_lines(_unused_ void **state) {
+        _cleanup_free_ char *log = NULL;
+        Config *c = NULL;
+        int r;
+
+        log = load_capture("# x\n\t[Daemon]\n  DryRun=yes\n\n[Group /a]\n\tShares=300\n; y\n[Daemon]\n\tPolicy=power\n", &r, &c);
+        if (r < 0)
+                fail_msg("%s", log);
+        assert_true(c->dry_run);
+        assert_int_equal(c->policy, POLICY_POWER);
+        assert_int_equal(config_find_group(c, "/a")->shares, 300);
+        assert_int_equal(config_find_group(c, "/a")->source_line, 5);
+        config_free(c);
+
+        expect_error("[Daemon]\nDryRun=yes\n# c\n  [Group /a]\n", ":4: DryRun=[Group /a]: Continuation line");
+        expect_error("[Daemon]\nDryRun=yes\n\n\tPolicy=power\n", ":4: DryRun=Policy=power: Continuation line");
+        expect_error("[Daemon]\nDryRun=yes\n[Group /a]\n\tShares=300\n\t\tMinCPUs=2\n", ":5: Shares=MinCPUs=2: Continuation line");
+}
+
 static void test_policy_names(_unused_ void **state) {
         assert_int_equal(policy_from_string("power"), POLICY_POWER);
         assert_int_equal(policy_from_string("performance"), POLICY_PERFORMANCE);
@@ -468,6 +491,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_paths),
                 cmocka_unit_test(test_repeated_and_empty_sections),
                 cmocka_unit_test(test_metrics_file_empty),
+                cmocka_unit_test(test_indented_lines),
                 cmocka_unit_test(test_policy_names),
                 cmocka_unit_test(test_untrusted_config_files),
                 cmocka_unit_test(test_config_dir),

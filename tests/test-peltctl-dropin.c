@@ -100,6 +100,45 @@ static void test_replaces_in_place_and_keeps_the_rest(_unused_ void **state) {
         assert_int_equal(config_find_group(c, "/x/db")->min_cpus, 2);
 }
 
+/*
+ * An indented line with no key before it in its section is read as it stands; a key line written
+ * before it would make it a continuation of that key. Its indent goes, so it means what it meant,
+ * and the edit made again changes nothing (found by fuzz-peltctl-dropin).
+ */
+static void test_indented_lines_stay_what_they_were(_unused_ void **state) {
+        static const char in[] =
+                "# one\n"
+                "\t[Daemon]\n"
+                "# two\n"
+                "\t[Group /x/web]\n"
+                "MinCPUs=2\n"
+                "[Daemon]\n"
+                "  DryRun=yes\n";
+        _cleanup_free_ char *a = policy(in, "power");
+        _cleanup_free_ char *a2 = policy(a, "power");
+        _cleanup_free_ char *b = shares(a2, "/x/web", 700);
+        _cleanup_free_ char *b2 = shares(b, "/x/web", 700);
+        _cleanup_config_ Config *c0 = load(in), *c = NULL;
+
+        expect_text(a, DROPIN_HEADER
+                    "# one\n"
+                    "\t[Daemon]\n"
+                    "Policy=power\n"
+                    "# two\n"
+                    "[Group /x/web]\n"
+                    "MinCPUs=2\n"
+                    "[Daemon]\n"
+                    "  DryRun=yes\n");
+        expect_text(a2, a);
+        expect_text(b2, b);
+        c = load(b2);
+        assert_int_equal(c->policy, POLICY_POWER);
+        assert_true(c->dry_run);
+        assert_int_equal(config_find_group(c, "/x/web")->min_cpus, 2);
+        assert_int_equal(config_find_group(c, "/x/web")->shares, 700);
+        assert_int_equal(config_find_group(c0, "/x/web")->min_cpus, 2);
+}
+
 static void test_every_copy_goes(_unused_ void **state) {
         /* Two [Daemon] sections, a "Key: value" line, continuation lines, a section spelt otherwise. */
         static const char in[] =
@@ -245,6 +284,7 @@ int main(void) {
                 cmocka_unit_test(test_new_file),
                 cmocka_unit_test(test_replaces_in_place_and_keeps_the_rest),
                 cmocka_unit_test(test_every_copy_goes),
+                cmocka_unit_test(test_indented_lines_stay_what_they_were),
                 cmocka_unit_test(test_new_key_after_the_section_keys),
                 cmocka_unit_test(test_shares_zero_removes),
                 cmocka_unit_test(test_header_once_and_no_final_newline),

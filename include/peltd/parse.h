@@ -25,3 +25,9 @@ size_t strv_length(char *const *l);
 
 /* Removes trailing whitespace (and NUL padding already cut by the reader) in place. */
 char *strstrip_trailing(char *s);
+
+/*
+ * As inih's find_chars_or_comment() with inline comments on: the index of the first of chars in
+ * s[0..n), or of an inline comment (';' after whitespace), or n.
+ */
+size_t ini_find_chars_or_comment(const char *s, size_t n, const char *chars);
