@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "peltd/alloc-util.h"
 #include "peltd/cgroup-path.h"
 #include "peltd/fs-util.h"
 #include "peltd/originals.h"
@@ -474,15 +475,8 @@ int originals_save(Originals *o) {
 }
 
 static int undo_push(Originals *o, UndoKind kind, Original e) {
-        if (o->n_undo == o->allocated_undo) {
-                size_t na = o->allocated_undo ? o->allocated_undo * 2 : 16;
-                OriginalUndo *n = realloc(o->undo, na * sizeof *n);
-
-                if (!n)
-                        return -ENOMEM;
-                o->undo = n;
-                o->allocated_undo = na;
-        }
+        if (ARRAY_RESERVE(o->undo, o->allocated_undo, o->n_undo + 1, 16) < 0)
+                return -ENOMEM;
         o->undo[o->n_undo++] = (OriginalUndo){ .kind = kind, .e = e };
         return 0;
 }
@@ -491,15 +485,8 @@ static int undo_push(Originals *o, UndoKind kind, Original e) {
 static int entry_append(Originals *o, Original e) {
         int r;
 
-        if (o->n_entries == o->allocated) {
-                size_t na = o->allocated ? o->allocated * 2 : 16;
-                Original *n = realloc(o->entries, na * sizeof *n);
-
-                if (!n)
-                        return -ENOMEM;
-                o->entries = n;
-                o->allocated = na;
-        }
+        if (ARRAY_RESERVE(o->entries, o->allocated, o->n_entries + 1, 16) < 0)
+                return -ENOMEM;
         if (!o->index || 2 * (o->n_entries + 1) > o->index_size) {
                 r = index_build(o, o->n_entries + 1);
                 if (r < 0)

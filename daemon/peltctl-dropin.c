@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 
+#include "peltd/alloc-util.h"
 #include "peltd/cgroup-path.h"
 #include "peltd/ini.h"
 #include "peltd/macro.h"
@@ -146,14 +147,8 @@ static int split_lines(const char *text, Line **ret, size_t *ret_n) {
         for (const char *p = text; *p;) {
                 const char *nl = strchrnul(p, '\n');
 
-                if (n == allocated) {
-                        Line *m = reallocarray(lines, allocated ? allocated * 2 : 32, sizeof *m);
-
-                        if (!m)
-                                return -ENOMEM;
-                        lines = m;
-                        allocated = allocated ? allocated * 2 : 32;
-                }
+                if (ARRAY_RESERVE(lines, allocated, n + 1, 32) < 0)
+                        return -ENOMEM;
                 lines[n++] = (Line){ .start = p, .len = (size_t) (nl - p) };
                 p = *nl ? nl + 1 : nl;
         }

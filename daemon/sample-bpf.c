@@ -3,6 +3,7 @@
 #include <stdarg.h>
 
 #include "config.h"
+#include "peltd/alloc-util.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
 #include "peltd/sample-bpf.h"
@@ -172,15 +173,8 @@ static ssize_t read_records(BpfSampler *b) {
         for (;;) {
                 ssize_t n;
 
-                if (b->allocated - len < READ_CHUNK) {
-                        size_t na = MAX(b->allocated * 2, (size_t) 4 * READ_CHUNK);
-                        char *nb = realloc(b->buf, na);
-
-                        if (!nb)
-                                return -ENOMEM;
-                        b->buf = nb;
-                        b->allocated = na;
-                }
+                if (ARRAY_RESERVE(b->buf, b->allocated, len + READ_CHUNK, 4 * READ_CHUNK) < 0)
+                        return -ENOMEM;
                 n = read(fd, b->buf + len, b->allocated - len);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -203,15 +197,8 @@ int bpf_sampler_read(BpfSampler *b, const ProcThreadSample **ret, size_t *ret_n)
         if ((size_t) len % size != 0)
                 return -EBADMSG;
         n = (size_t) len / size;
-        if (n > b->allocated_samples) {
-                size_t na = MAX(n, b->allocated_samples * 2);
-                ProcThreadSample *v = realloc(b->samples, na * sizeof *v);
-
-                if (!v)
-                        return -ENOMEM;
-                b->samples = v;
-                b->allocated_samples = na;
-        }
+        if (ARRAY_RESERVE(b->samples, b->allocated_samples, n, 0) < 0)
+                return -ENOMEM;
         b->n_garbled = 0;
         for (size_t i = 0; i < n; i++) {
                 struct peltd_task_record rec;
@@ -255,15 +242,8 @@ typedef struct TidList {
 static int add_thread(pid_t pid, pid_t tid, void *userdata) {
         TidList *l = userdata;
 
-        if (l->n == l->allocated) {
-                size_t na = MAX((size_t) 256, l->allocated * 2);
-                TidPid *nv = reallocarray(l->v, na, sizeof *nv);
-
-                if (!nv)
-                        return -ENOMEM;
-                l->v = nv;
-                l->allocated = na;
-        }
+        if (ARRAY_RESERVE(l->v, l->allocated, l->n + 1, 256) < 0)
+                return -ENOMEM;
         l->v[l->n++] = (TidPid){ .tid = tid, .pid = pid };
         return 0;
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
+#include "peltd/alloc-util.h"
 #include "peltd/cpumask.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
@@ -666,16 +667,9 @@ static int group_get(CgroupSampler *s, const char *path, uint64_t ino, CgroupGro
         if (k < 0)
                 return k;
         g->ino = ino;
-        if (s->n_groups == s->allocated) {
-                size_t na = s->allocated ? s->allocated * 2 : 16;
-                CgroupGroup **ng = realloc(s->groups, na * sizeof *ng);
-
-                if (!ng) {
-                        group_free(g);
-                        return -ENOMEM;
-                }
-                s->groups = ng;
-                s->allocated = na;
+        if (ARRAY_RESERVE(s->groups, s->allocated, s->n_groups + 1, 16) < 0) {
+                group_free(g);
+                return -ENOMEM;
         }
         memmove(s->groups + at + 1, s->groups + at, (s->n_groups - at) * sizeof *s->groups);
         s->groups[at] = g;
@@ -685,15 +679,8 @@ static int group_get(CgroupSampler *s, const char *path, uint64_t ino, CgroupGro
 }
 
 static int path_add(CgroupSampler *s, const char *path, size_t *ret) {
-        if (s->n_paths == s->allocated_paths) {
-                size_t na = s->allocated_paths ? s->allocated_paths * 2 : 64;
-                char **np = realloc(s->paths, na * sizeof *np);
-
-                if (!np)
-                        return -ENOMEM;
-                s->paths = np;
-                s->allocated_paths = na;
-        }
+        if (ARRAY_RESERVE(s->paths, s->allocated_paths, s->n_paths + 1, 64) < 0)
+                return -ENOMEM;
         s->paths[s->n_paths] = strdup(path);
         if (!s->paths[s->n_paths])
                 return -ENOMEM;
@@ -754,17 +741,10 @@ static int ancestors_update(CgroupSampler *s) {
                                   : cgroup_parent_path(s->groups[i]->path);
 
                 for (; p; p = below_root(s, p) ? cgroup_parent_path(want[n - 1]) : NULL) {
-                        if (n + 2 > allocated) {
-                                size_t nal = allocated ? allocated * 2 : 16;
-                                char **nw = realloc(want, nal * sizeof *nw);
-
-                                if (!nw) {
-                                        free(p);
-                                        paths_free(&want, &n);
-                                        return -ENOMEM;
-                                }
-                                want = nw;
-                                allocated = nal;
+                        if (ARRAY_RESERVE(want, allocated, n + 2, 16) < 0) {
+                                free(p);
+                                paths_free(&want, &n);
+                                return -ENOMEM;
                         }
                         want[n++] = p;
                         want[n] = NULL;

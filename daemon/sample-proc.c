@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 
+#include "peltd/alloc-util.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
 #include "peltd/sample-proc.h"
@@ -831,15 +832,8 @@ static const ProcessClock *process_clock(ProcSampler *s, pid_t pid) {
 
         if (i >= 0)
                 return s->clocks[i].ok ? &s->clocks[i] : NULL;
-        if (s->n_clocks == s->allocated_clocks) {
-                size_t na = s->allocated_clocks ? s->allocated_clocks * 2 : 256;
-                ProcessClock *nc = realloc(s->clocks, na * sizeof *nc);
-
-                if (!nc)
-                        return NULL;
-                s->clocks = nc;
-                s->allocated_clocks = na;
-        }
+        if (ARRAY_RESERVE(s->clocks, s->allocated_clocks, s->n_clocks + 1, 256) < 0)
+                return NULL;
         if (tidmap_put(&s->clock_map, pid, (uint32_t) s->n_clocks) < 0)
                 return NULL;
         c = &s->clocks[s->n_clocks++];

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include "peltd/alloc-util.h"
 #include "peltd/log.h"
 #include "peltd/sampling.h"
 #include "peltd/utf8.h"
@@ -386,18 +387,11 @@ static void note_throttled(GroupData *d, const CgroupGroup *g) {
 }
 
 static int thread_slots(Sampling *s) {
-        size_t n = proc_sampler_n_slots(s->procs);
+        size_t n = proc_sampler_n_slots(s->procs), old = s->n_threads_allocated;
 
-        if (n > s->n_threads_allocated) {
-                size_t na = MAX(n, s->n_threads_allocated * 2);
-                ThreadData *t = realloc(s->threads, na * sizeof *t);
-
-                if (!t)
-                        return -ENOMEM;
-                memset(t + s->n_threads_allocated, 0, (na - s->n_threads_allocated) * sizeof *t);
-                s->threads = t;
-                s->n_threads_allocated = na;
-        }
+        if (ARRAY_RESERVE(s->threads, s->n_threads_allocated, n, 0) < 0)
+                return -ENOMEM;
+        memset(s->threads + old, 0, (s->n_threads_allocated - old) * sizeof *s->threads);
         return 0;
 }
 
@@ -416,15 +410,8 @@ static void member_cb(pid_t tid, size_t path_index, CgroupGroup *group, void *us
                 return;
         }
         /* Not known yet: the thread scan that follows the walk may find it. */
-        if (s->n_pending == s->allocated_pending) {
-                size_t na = s->allocated_pending ? s->allocated_pending * 2 : 64;
-                PendingMember *p = realloc(s->pending, na * sizeof *p);
-
-                if (!p)
-                        return; /* it gets its group next round */
-                s->pending = p;
-                s->allocated_pending = na;
-        }
+        if (ARRAY_RESERVE(s->pending, s->allocated_pending, s->n_pending + 1, 64) < 0)
+                return; /* it gets its group next round */
         s->pending[s->n_pending++] = (PendingMember){ .tid = tid, .path_index = (uint32_t) path_index, .group = group };
 }
 
@@ -598,16 +585,9 @@ static void threads_update(Sampling *s) {
 static void id_cb(uint64_t ino, size_t path_index, CgroupGroup *group, void *userdata) {
         Sampling *s = userdata;
 
-        if (s->n_ids == s->allocated_ids) {
-                size_t na = s->allocated_ids ? s->allocated_ids * 2 : 64;
-                CgroupId *v = realloc(s->ids, na * sizeof *v);
-
-                if (!v) {
-                        s->ids_failed = true; /* its threads stay where they were this round */
-                        return;
-                }
-                s->ids = v;
-                s->allocated_ids = na;
+        if (ARRAY_RESERVE(s->ids, s->allocated_ids, s->n_ids + 1, 64) < 0) {
+                s->ids_failed = true; /* its threads stay where they were this round */
+                return;
         }
         s->ids[s->n_ids++] = (CgroupId){ .ino = ino, .path_index = (uint32_t) path_index, .group = group };
 }
