@@ -16,6 +16,7 @@
 #include "peltd/apply-cgroup.h"
 #include "peltd/macro.h"
 #include "../daemon/manager-internal.h"
+#include "stderr-capture.h"
 #include "test-cleanup.h"
 
 typedef struct SimGroup {
@@ -650,22 +651,7 @@ static void test_missing_file_of_a_present_group(_unused_ void **state) {
 /* ---- The daemon's side: manager_apply_group() over rounds, its log lines counted ---------------- */
 
 /* The log of a daemon test, shown when it fails (stderr goes to a file while it runs). */
-static int saved_stderr = -1;
 static char logpath[300];
-
-static int daemon_teardown(_unused_ void **state) {
-        char cmd[400];
-
-        if (saved_stderr < 0)
-                return 0;
-        fflush(stderr);
-        (void) dup2(saved_stderr, STDERR_FILENO);
-        close(saved_stderr);
-        saved_stderr = -1;
-        fprintf(stderr, "--- what the daemon said:\n");
-        snprintf(cmd, sizeof cmd, "cat '%s' >&2", logpath);
-        return system(cmd) == 0 ? 0 : -1;
-}
 
 typedef struct Daemon {
         Manager m;
@@ -677,8 +663,6 @@ typedef struct Daemon {
 } Daemon;
 
 static void daemon_start(Daemon *d, const char *group, const char *state) {
-        int fd;
-
         *d = (Daemon){ .config = { .state_file = (char *) state, .backend = BACKEND_CGROUPFS },
                        .fs = { .mode = CGROUP_MODE_V1 } };
         assert_int_equal(cpumask_parse_list("0-7", &d->topology.online), 0);
@@ -688,22 +672,13 @@ static void daemon_start(Daemon *d, const char *group, const char *state) {
         assert_non_null(d->g.path);
         d->res = (PolicyResult){ .managed = true, .reason = "test" };
 
-        /* What the daemon says goes to a file, to be counted (and shown by daemon_teardown()). */
+        /* What the daemon says goes to a file, to be counted (and shown by stderr_capture_teardown()). */
         snprintf(logpath, sizeof logpath, "%s/log", tmpdir);
-        fflush(stderr);
-        if (saved_stderr < 0)
-                saved_stderr = dup(STDERR_FILENO);
-        fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        assert_true(fd >= 0 && saved_stderr >= 0);
-        assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
-        close(fd);
+        assert_int_equal(stderr_capture_begin(logpath, "  peltd: "), 0);
 }
 
 static void daemon_stop(Daemon *d) {
-        fflush(stderr);
-        assert_int_equal(dup2(saved_stderr, STDERR_FILENO), STDERR_FILENO);
-        close(saved_stderr);
-        saved_stderr = -1;
+        assert_int_equal(stderr_capture_end(), 0);
         managed_group_done(&d->g);
         originals_free(d->m.originals);
 }
@@ -876,11 +851,11 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(test_error_classes, setup_test),
                 cmocka_unit_test_setup(test_missing_file_of_a_present_group, setup_test),
-                cmocka_unit_test_setup_teardown(test_permanent_refusals_said_once_not_retried, setup_test, daemon_teardown),
-                cmocka_unit_test_setup_teardown(test_transient_refusals_retried_with_backoff, setup_test, daemon_teardown),
-                cmocka_unit_test_setup_teardown(test_group_gone_between_read_and_write, setup_test, daemon_teardown),
-                cmocka_unit_test_setup_teardown(test_state_directory_full, setup_test, daemon_teardown),
-                cmocka_unit_test_setup_teardown(test_child_outside_the_new_set_leaves_the_parent, setup_test, daemon_teardown),
+                cmocka_unit_test_setup_teardown(test_permanent_refusals_said_once_not_retried, setup_test, stderr_capture_teardown),
+                cmocka_unit_test_setup_teardown(test_transient_refusals_retried_with_backoff, setup_test, stderr_capture_teardown),
+                cmocka_unit_test_setup_teardown(test_group_gone_between_read_and_write, setup_test, stderr_capture_teardown),
+                cmocka_unit_test_setup_teardown(test_state_directory_full, setup_test, stderr_capture_teardown),
+                cmocka_unit_test_setup_teardown(test_child_outside_the_new_set_leaves_the_parent, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup(test_narrow_children_first, setup_test),
                 cmocka_unit_test_setup(test_widen_parents_first_and_skip_equal, setup_test),
                 cmocka_unit_test_setup(test_rollback_keeps_group_consistent, setup_test),

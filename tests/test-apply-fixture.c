@@ -18,6 +18,7 @@
 #include "peltd/rootdir.h"
 #include "fixture-util.h"
 #include "../daemon/manager-internal.h"
+#include "stderr-capture.h"
 #include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-apply-fixture-XXXXXX";
@@ -279,26 +280,8 @@ typedef struct Daemon {
         char log[400];
 } Daemon;
 
-/* stderr while a daemon test runs its log into a file: put back (and the log shown) by daemon_teardown(). */
-static int saved_stderr = -1;
-static char daemon_log[400];
-
-static int daemon_teardown(_unused_ void **state) {
-        char cmd[500];
-
-        if (saved_stderr < 0)
-                return 0;
-        fflush(stderr);
-        (void) dup2(saved_stderr, STDERR_FILENO);
-        close(saved_stderr);
-        saved_stderr = -1;
-        snprintf(cmd, sizeof cmd, "sed 's/^/  peltd: /' '%s' >&2", daemon_log);
-        return system(cmd) == 0 ? 0 : -1;
-}
-
 static void daemon_start(Daemon *d) {
         char cpusets[400], cpus[400];
-        int fd;
 
         snprintf(cpusets, sizeof cpusets, "%s/mgr/cpuset", tmpdir);
         snprintf(cpus, sizeof cpus, "%s/mgr/cpu", tmpdir);
@@ -326,15 +309,9 @@ static void daemon_start(Daemon *d) {
         d->fs->cpuset->trace = d->fs->cpu->trace = trace_op;
         d->fs->cpuset->trace_userdata = d->fs->cpu->trace_userdata = &d->trace;
 
-        /* What the daemon says goes to a file, to be counted (and shown by daemon_teardown()). */
+        /* What the daemon says goes to a file, to be counted (and shown by stderr_capture_teardown()). */
         snprintf(d->log, sizeof d->log, "%s/mgr.log", tmpdir);
-        snprintf(daemon_log, sizeof daemon_log, "%s", d->log);
-        fflush(stderr);
-        saved_stderr = dup(STDERR_FILENO);
-        fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        assert_true(fd >= 0 && saved_stderr >= 0);
-        assert_int_equal(dup2(fd, STDERR_FILENO), STDERR_FILENO);
-        close(fd);
+        assert_int_equal(stderr_capture_begin(d->log, "  peltd: "), 0);
 }
 
 static void daemon_stop(Daemon *d) {
@@ -494,8 +471,8 @@ int main(void) {
                 cmocka_unit_test(test_v2_placement_and_restore),
                 cmocka_unit_test(test_child_cpuset_is_not_pinning),
                 cmocka_unit_test(test_v1_restore_many_values),
-                cmocka_unit_test_teardown(test_steady_group_costs_no_placement_io, daemon_teardown),
-                cmocka_unit_test_teardown(test_drift_becomes_the_original, daemon_teardown),
+                cmocka_unit_test_teardown(test_steady_group_costs_no_placement_io, stderr_capture_teardown),
+                cmocka_unit_test_teardown(test_drift_becomes_the_original, stderr_capture_teardown),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

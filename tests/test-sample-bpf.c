@@ -13,7 +13,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
-#include "fixture-util.h"
+#include "proc-fixture.h"
 #include "peltd/log.h"
 #include "peltd/sample-bpf.h"
 #include "peltd/sampling.h"
@@ -92,12 +92,6 @@ static void test_record_to_sample(_unused_ void **state) {
 
 /* ---- rounds of samples through the /proc sampler's slots ------------------------------------ */
 
-typedef struct Fx {
-        char *dir;
-        RootDir *root;
-        ProcSampler *s;
-} Fx;
-
 static void fx_open(Fx *f) {
         char tmpl[] = "/tmp/peltd-fixture-XXXXXX";
 
@@ -105,18 +99,6 @@ static void fx_open(Fx *f) {
         assert_non_null(f->dir);
         assert_int_equal(rootdir_open(f->dir, &f->root), 0);
         assert_int_equal(proc_sampler_new(f->root, &(ProcSamplerOptions){ .process_clocks = true }, &f->s), 0);
-}
-
-static void fx_close(Fx *f) {
-        proc_sampler_free(f->s);
-        rootdir_free(f->root);
-        fx_remove(f->dir);
-}
-
-static ProcThread *thread(Fx *f, pid_t tid) {
-        ssize_t i = proc_sampler_find(f->s, tid);
-
-        return i < 0 ? NULL : proc_sampler_slot(f->s, (size_t) i);
 }
 
 static ProcThreadSample sample(pid_t pid, pid_t tid, uint64_t start, uint64_t run, uint64_t cgroup) {

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "fixture-util.h"
+#include "proc-fixture.h"
 #include "peltd/log.h"
 #include "peltd/macro.h"
 #include "peltd/sample-proc.h"
@@ -84,12 +84,6 @@ static void test_parse_cpu_times(_unused_ void **state) {
 
 /* ---- the sampler on a fixture tree ------------------------------------------------------------ */
 
-typedef struct Fx {
-        char *dir;
-        RootDir *root;
-        ProcSampler *s;
-} Fx;
-
 static void fx_open(Fx *f, size_t max_fds) {
         f->dir = fx_copy("proc");
         assert_int_equal(rootdir_open(f->dir, &f->root), 0);
@@ -98,18 +92,6 @@ static void fx_open(Fx *f, size_t max_fds) {
         assert_false(proc_sampler_netlink_active(f->s));
         /* A fixture /proc is not this process's: no process clocks, whatever was asked. */
         assert_false(proc_sampler_process_clocks(f->s));
-}
-
-static void fx_close(Fx *f) {
-        proc_sampler_free(f->s);
-        rootdir_free(f->root);
-        fx_remove(f->dir);
-}
-
-static ProcThread *thread(Fx *f, pid_t tid) {
-        ssize_t i = proc_sampler_find(f->s, tid);
-
-        return i < 0 ? NULL : proc_sampler_slot(f->s, (size_t) i);
 }
 
 static void test_discovery(_unused_ void **state) {
