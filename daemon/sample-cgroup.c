@@ -692,21 +692,14 @@ static int path_cmp(const void *a, const void *b) {
         return strcmp(*(char *const *) a, *(char *const *) b);
 }
 
+static int ancestor_cmp(const void *key, const void *elem) {
+        return strcmp(key, ((const Ancestor *) elem)->path);
+}
+
 static ssize_t ancestor_find(const CgroupSampler *s, const char *path) {
-        size_t lo = 0, hi = s->n_ancestors;
+        const Ancestor *a = s->n_ancestors > 0 ? bsearch(path, s->ancestors, s->n_ancestors, sizeof *a, ancestor_cmp) : NULL;
 
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                int c = strcmp(path, s->ancestors[mid].path);
-
-                if (c == 0)
-                        return (ssize_t) mid;
-                if (c < 0)
-                        hi = mid;
-                else
-                        lo = mid + 1;
-        }
-        return -1;
+        return a ? a - s->ancestors : -1;
 }
 
 /* Whether path lies strictly below the walk's root. */
