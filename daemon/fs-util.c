@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -65,4 +67,59 @@ int check_trusted_dir(const char *path, const char **ret_reason) {
                 return negative_errno();
         }
         return fd_check_trusted(fd, true, 0, ret_reason);
+}
+
+static int write_all(int fd, const char *p, size_t n) {
+        while (n > 0) {
+                ssize_t k = write(fd, p, n);
+
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                p += k;
+                n -= (size_t) k;
+        }
+        return 0;
+}
+
+int write_file_atomic(const char *path, const char *text, size_t size, mode_t mode, bool durable) {
+        _cleanup_free_ char *tmp = NULL, *dir = NULL;
+        int fd, r;
+
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return -ENOMEM;
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+        if (fd < 0 && errno == EEXIST) {
+                if (unlink(tmp) < 0 && errno != ENOENT)
+                        return negative_errno();
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, mode);
+        }
+        if (fd < 0)
+                return negative_errno();
+        r = fchmod(fd, mode) < 0 ? negative_errno() : 0;
+        if (r == 0)
+                r = write_all(fd, text, size);
+        if (r == 0 && durable && fsync(fd) < 0)
+                r = negative_errno();
+        if (close(fd) < 0 && r == 0)
+                r = negative_errno();
+        if (r == 0 && rename(tmp, path) < 0)
+                r = negative_errno();
+        if (r < 0) {
+                (void) unlink(tmp);
+                return r;
+        }
+        /* The rename itself must reach the disk too. */
+        dir = durable ? strdup(path) : NULL;
+        if (dir) {
+                int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+                if (dfd >= 0) {
+                        (void) fsync(dfd);
+                        close(dfd);
+                }
+        }
+        return 0;
 }

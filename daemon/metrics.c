@@ -10,6 +10,7 @@
 #include <math.h>
 #include <sys/stat.h>
 
+#include "peltd/fs-util.h"
 #include "peltd/macro.h"
 #include "peltd/metrics.h"
 #include "peltd/utf8.h"
@@ -312,54 +313,12 @@ int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size) {
 
 /* ---- The file --------------------------------------------------------------------------------- */
 
-static int write_all(int fd, const char *p, size_t n) {
-        while (n > 0) {
-                ssize_t k = write(fd, p, n);
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 int metrics_write_file(const char *path, const char *text, size_t size) {
-        _cleanup_free_ char *tmp = NULL;
-        int fd, r;
-
-        /* "NAME.tmp": node_exporter reads only names ending in ".prom". */
-        if (asprintf(&tmp, "%s.tmp", path) < 0)
-                return -ENOMEM;
         /*
-         * O_EXCL|O_NOFOLLOW: a new file, never one someone put there, nor where a link points. One
-         * left by a crash (or planted: unlink removes a link, not its target) is removed, and the
-         * open tried once more.
+         * 0644 though the unit's UMask=0077: node_exporter runs as another user. Not durable: the
+         * file describes the running daemon and is written again within a second; it lives in /run
+         * by default, which no crash of the machine keeps anyway. The temporary file, "NAME.tmp",
+         * is not read: node_exporter reads only names ending in ".prom".
          */
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
-        if (fd < 0 && errno == EEXIST) {
-                if (unlink(tmp) < 0 && errno != ENOENT)
-                        return negative_errno();
-                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0644);
-        }
-        if (fd < 0)
-                return negative_errno();
-        /* The unit's UMask=0077 took the read bits away: node_exporter runs as another user. */
-        r = fchmod(fd, 0644) < 0 ? negative_errno() : 0;
-        if (r == 0)
-                r = write_all(fd, text, size);
-        /*
-         * No fsync: the file describes the running daemon and is written again within a second;
-         * it lives in /run by default, which no crash of the machine keeps anyway.
-         */
-        if (close(fd) < 0 && r == 0)
-                r = negative_errno();
-        if (r == 0 && rename(tmp, path) < 0)
-                r = negative_errno();
-        if (r < 0)
-                (void) unlink(tmp);
-        return r;
+        return write_file_atomic(path, text, size, 0644, false);
 }

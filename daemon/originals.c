@@ -407,12 +407,9 @@ static json_object *to_json(const Originals *o) {
 }
 
 int originals_save(Originals *o) {
-        _cleanup_free_ char *tmp = NULL;
-        _cleanup_close_ int fd = -1, dfd = -1;
-        _cleanup_free_ char *dircopy = NULL;
+        _cleanup_free_ char *text = NULL;
+        const char *json;
         json_object *root;
-        const char *text;
-        size_t len;
         int r;
 
         if (o->n_entries == 0) {
@@ -429,46 +426,15 @@ int originals_save(Originals *o) {
         root = to_json(o);
         if (!root)
                 return -ENOMEM;
-        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        if (!text || asprintf(&tmp, "%s.tmp", o->path) < 0) {
-                json_object_put(root);
-                return -ENOMEM;
-        }
-
-        /*
-         * A fresh file, never through a link: one left by a crash (or a link planted there) is
-         * removed first (unlink removes a link, not its target), then O_EXCL|O_NOFOLLOW.
-         */
-        if (unlink(tmp) < 0 && errno != ENOENT) {
-                json_object_put(root);
-                return negative_errno();
-        }
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
-        if (fd < 0) {
-                json_object_put(root);
-                return negative_errno();
-        }
-        len = strlen(text);
-        if (write(fd, text, len) != (ssize_t) len || write(fd, "\n", 1) != 1 || fsync(fd) < 0) {
-                r = errno > 0 ? -errno : -EIO;
-                json_object_put(root);
-                (void) unlink(tmp);
-                return r;
-        }
+        json = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        r = json ? asprintf(&text, "%s\n", json) : -1;
         json_object_put(root);
-        if (rename(tmp, o->path) < 0) {
-                r = negative_errno();
-                (void) unlink(tmp);
+        if (r < 0)
+                return -ENOMEM;
+        /* Fsynced, and its directory too: the originals must outlive a crash of the machine. */
+        r = write_file_atomic(o->path, text, strlen(text), 0600, true);
+        if (r < 0)
                 return r;
-        }
-
-        /* The rename itself must reach the disk too. */
-        dircopy = strdup(o->path);
-        if (dircopy) {
-                dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd >= 0)
-                        (void) fsync(dfd);
-        }
         undo_clear(o);
         o->n_saves++;
         return 0;

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /*
  * Files peltd obeys (the configuration, the state file, its directory and lock) must be what root
@@ -23,3 +25,12 @@ int open_trusted(const char *path, bool nofollow, uint64_t max_size, const char 
 
 /* The same check for a directory (lstat-free: opened O_DIRECTORY|O_NOFOLLOW). */
 int check_trusted_dir(const char *path, const char **ret_reason);
+
+/*
+ * Replaces path by size bytes of text, atomically: written into "PATH.tmp", made O_EXCL|O_NOFOLLOW
+ * (a file a crash left there, or a link planted there, is removed first: unlink removes a link,
+ * not its target), given mode whatever the umask, fsynced with durable, renamed over path, and
+ * with durable the directory fsynced too. On failure the temporary file is gone and path is as it
+ * was. Returns 0 or -errno.
+ */
+int write_file_atomic(const char *path, const char *text, size_t size, mode_t mode, bool durable);
