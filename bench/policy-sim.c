@@ -34,6 +34,7 @@
 #include "peltd/macro.h"
 #include "peltd/policy.h"
 #include "peltd/rootdir.h"
+#include "peltd/topology-sysfs.h"
 #include "peltd/topology.h"
 
 #define SIM_ROUNDS 720

@@ -15,7 +15,7 @@
 
 #include "peltd/apply-cgroup.h"
 #include "peltd/macro.h"
-#include "../daemon/manager-internal.h"
+#include "../daemon/manager/manager-internal.h"
 #include "stderr-capture.h"
 #include "test-cleanup.h"
 

@@ -17,7 +17,7 @@
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
 #include "fixture-util.h"
-#include "../daemon/manager-internal.h"
+#include "../daemon/manager/manager-internal.h"
 #include "stderr-capture.h"
 #include "test-cleanup.h"
 

@@ -8,6 +8,7 @@
 #include <cmocka.h>
 
 #include "peltd/cgroup-path.h"
+#include "peltd/config-file.h"
 #include "peltd/config.h"
 #include "peltd/ini.h"
 #include "peltd/macro.h"

@@ -17,6 +17,7 @@
 #include "peltd/hotplug.h"
 #include "peltd/macro.h"
 #include "peltd/time-util.h"
+#include "peltd/topology-sysfs.h"
 #include "peltd/topology.h"
 
 #define CPU1_ONLINE "/sys/devices/system/cpu/cpu1/online"

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <cmocka.h>
 
+#include "peltd/config-file.h"
 #include "peltd/config.h"
 #include "peltd/ini.h"
 #include "peltd/macro.h"

@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "peltd/macro.h"
+#include "peltd/topology-sysfs.h"
 #include "peltd/topology.h"
 #include "test-cleanup.h"
 

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "peltd/macro.h"
+#include "peltd/topology-sysfs.h"
 #include "peltd/topology.h"
 #include "topo-builder.h"
 #include "test-cleanup.h"

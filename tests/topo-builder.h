@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "peltd/topology-sysfs.h"
 #include "peltd/topology.h"
 
 /*

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Generates daemon/pelt-table.h: the PELT decay constants, as the kernel's
+ * Generates daemon/core/pelt-table.h: the PELT decay constants, as the kernel's
  * Documentation/scheduler/sched-pelt.c derives them.
  *
  *   y^32 = 1/2                     (LOAD_AVG_PERIOD: a contribution halves every 32 periods)
@@ -8,7 +8,7 @@
  *   LOAD_AVG_MAX = lim max,  max' = (max * yN_inv[1] >> 32) + 1024,  from max = 1024
  *                  (the fixed point of the series 1024 * sum y^n, as the integer math reaches it)
  *
- * Build and run: cc -o gen tools/gen-pelt-table.c -lm && ./gen > daemon/pelt-table.h
+ * Build and run: cc -o gen tools/gen-pelt-table.c -lm && ./gen > daemon/core/pelt-table.h
  */
 #include <math.h>
 #include <stdio.h>

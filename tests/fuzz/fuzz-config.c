@@ -7,6 +7,7 @@
  * normalised, groups below CgroupRoot.
  */
 #include "fuzz-util.h"
+#include "peltd/config-file.h"
 #include "peltd/config.h"
 #include "peltd/ini.h"
 #include "peltd/macro.h"

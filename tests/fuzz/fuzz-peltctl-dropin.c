@@ -9,6 +9,7 @@
  * lines it refuses make what an indented line continues a guess.)
  */
 #include "fuzz-util.h"
+#include "peltd/config-file.h"
 #include "peltd/config.h"
 #include "peltd/macro.h"
 #include "peltd/peltctl-dropin.h"

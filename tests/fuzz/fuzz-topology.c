@@ -18,6 +18,7 @@
 #include "fuzz-util.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
+#include "peltd/topology-sysfs.h"
 #include "peltd/topology.h"
 
 #define CPU "sys/devices/system/cpu/"

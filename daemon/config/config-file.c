@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#include <fnmatch.h>
+#include <glob.h>
+#include <stddef.h>
+#include <sys/stat.h>
+
+#include "peltd/cgroup-path.h"
+#include "peltd/config-file.h"
+#include "peltd/config.h"
+#include "peltd/ini.h"
+#include "peltd/log.h"
+#include "peltd/parse.h"
+
+#define CONFIG_FILE "/etc/peltd/peltd.conf"
+#define CONFIG_DROPIN_DIR "/etc/peltd/peltd.conf.d"
+
+/* ---- The schema ------------------------------------------------------------------------------- */
+
+static int parse_task_tracking(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        if (streq(value, "auto"))
+                *(TaskTracking *) data = TASK_TRACKING_AUTO;
+        else {
+                int b = parse_boolean(value);
+
+                if (b < 0)
+                        return ini_error(pos, value, "Expected auto, yes or no.");
+                *(TaskTracking *) data = b ? TASK_TRACKING_YES : TASK_TRACKING_NO;
+        }
+        return 0;
+}
+
+static int parse_backend(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        if (streq(value, "auto"))
+                *(Backend *) data = BACKEND_AUTO;
+        else if (streq(value, "cgroupfs"))
+                *(Backend *) data = BACKEND_CGROUPFS;
+        else if (streq(value, "systemd"))
+                *(Backend *) data = BACKEND_SYSTEMD;
+        else
+                return ini_error(pos, value, "Expected auto, cgroupfs or systemd.");
+        return 0;
+}
+
+static int parse_sampling_backend(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        if (streq(value, "auto"))
+                *(SamplingBackend *) data = SAMPLING_BACKEND_AUTO;
+        else if (streq(value, "bpf"))
+                *(SamplingBackend *) data = SAMPLING_BACKEND_BPF;
+        else if (streq(value, "proc"))
+                *(SamplingBackend *) data = SAMPLING_BACKEND_PROC;
+        else
+                return ini_error(pos, value, "Expected auto, bpf or proc.");
+        return 0;
+}
+
+/* MetricsFile=: an absolute path, or empty for none. */
+static int parse_metrics_file(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        if (isempty(value)) {
+                free(*(char **) data);
+                *(char **) data = NULL;
+                return 0;
+        }
+        return ini_parse_abs_path(pos, value, key, data);
+}
+
+/* Groups= appends within one file (repeated keys, continuation lines); a later file replaces it. */
+static int parse_groups(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        Config *c = (Config *) ((uint8_t *) data - offsetof(Config, groups));
+
+        if (!c->groups_file || !streq(c->groups_file, pos->file)) {
+                free(c->groups_file);
+                c->groups_file = strdup(pos->file);
+                if (!c->groups_file)
+                        return log_oom();
+                strv_free(c->groups);
+                c->groups = NULL;
+        }
+        return ini_parse_globs(pos, value, key, data);
+}
+
+int config_parse_allowed_cpus(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        GroupConfig *g = (GroupConfig *) ((uint8_t *) data - offsetof(GroupConfig, allowed_cpus));
+        int r = ini_parse_cpulist(pos, value, key, data);
+
+        if (r >= 0)
+                g->has_allowed_cpus = true;
+        return r;
+}
+
+static int open_daemon(void *userdata, _unused_ const IniPos *pos, _unused_ const char *arg, void **ret) {
+        *ret = userdata;
+        return 0;
+}
+
+static int open_group(void *userdata, const IniPos *pos, const char *arg, void **ret) {
+        Config *c = userdata;
+        _cleanup_free_ char *path = NULL;
+        GroupConfig *g, *n;
+        int r;
+
+        r = ini_group_section_path(pos, arg, &path);
+        if (r < 0)
+                return r;
+
+        g = (GroupConfig *) config_find_group(c, path);
+        if (g) {
+                *ret = g;
+                return 0;
+        }
+        n = realloc(c->group_configs, sizeof(GroupConfig) * (c->n_group_configs + 1));
+        if (!n)
+                return log_oom();
+        c->group_configs = n;
+        g = &c->group_configs[c->n_group_configs];
+        *g = (GroupConfig) GROUP_CONFIG_UNSET;
+        g->source_line = pos->line;
+        g->source_file = strdup(pos->file);
+        if (!g->source_file)
+                return log_oom();
+        g->path = TAKE_PTR(path);
+        c->n_group_configs++;
+        *ret = g;
+        return 0;
+}
+
+static const IniSection config_sections[] = {
+        { "Daemon", false, open_daemon },
+        { "Group", true, open_group },
+        {},
+};
+
+static const IniKey config_keys[] = {
+        { "Daemon", "Policy", ini_parse_policy, offsetof(Config, policy) },
+        { "Daemon", "SampleIntervalMSec", ini_parse_msec, offsetof(Config, sample_interval_usec), 10, 60000 },
+        { "Daemon", "TaskSampleIntervalMSec", ini_parse_msec, offsetof(Config, task_sample_interval_usec), 10, 600000 },
+        { "Daemon", "TaskTracking", parse_task_tracking, offsetof(Config, task_tracking) },
+        { "Daemon", "CgroupRoot", ini_parse_cgroup_path, offsetof(Config, cgroup_root) },
+        { "Daemon", "Groups", parse_groups, offsetof(Config, groups), .multiline = true },
+        { "Daemon", "StateFile", ini_parse_abs_path, offsetof(Config, state_file) },
+        { "Daemon", "DryRun", ini_parse_bool, offsetof(Config, dry_run) },
+        { "Daemon", "Backend", parse_backend, offsetof(Config, backend) },
+        { "Daemon", "MetricsFile", parse_metrics_file, offsetof(Config, metrics_file), .empty_ok = true },
+        { "Daemon", "SamplingBackend", parse_sampling_backend, offsetof(Config, sampling_backend) },
+        { "Group", "Shares", ini_parse_u64, offsetof(GroupConfig, shares), 2, 262144 },
+        { "Group", "Policy", ini_parse_policy, offsetof(GroupConfig, policy) },
+        { "Group", "AllowedCPUs", config_parse_allowed_cpus, offsetof(GroupConfig, allowed_cpus) },
+        { "Group", "MinCPUs", ini_parse_unsigned, offsetof(GroupConfig, min_cpus), 1, CPUMASK_MAX },
+        { "Group", "Manage", ini_parse_tristate, offsetof(GroupConfig, manage) },
+        {},
+};
+
+static const IniSchema config_schema = { config_sections, config_keys };
+
+/* Checks what only the whole configuration can tell. */
+static int config_verify(const Config *c) {
+        int r = 0;
+
+        for (size_t i = 0; i < c->n_group_configs; i++) {
+                const GroupConfig *g = &c->group_configs[i];
+
+                if (!cgroup_path_under(g->path, c->cgroup_root) || streq(g->path, c->cgroup_root))
+                        r = log_error_errno(EINVAL, "%s:%u: [Group %s] is not below CgroupRoot=%s.", g->source_file,
+                                            g->source_line, g->path, c->cgroup_root);
+        }
+        for (char **p = c->groups; p && *p; p++)
+                if (!cgroup_path_under(*p, c->cgroup_root) || streq(*p, c->cgroup_root))
+                        r = log_error_errno(EINVAL, "%s: Groups=%s does not lie below CgroupRoot=%s.",
+                                            strna(c->groups_file), *p, c->cgroup_root);
+        return r;
+}
+
+int config_load_files(const char *main_file, const char *dropin_dir, Config **ret) {
+        _cleanup_config_ Config *c = NULL;
+        int r;
+
+        r = config_new_default(&c);
+        if (r < 0)
+                return log_oom();
+
+        r = ini_load_trusted(main_file, &config_schema, c);
+        if (r < 0 && r != -ENOENT)
+                return r;
+
+        if (dropin_dir) {
+                _cleanup_free_ char *pattern = NULL;
+                glob_t g = {};
+
+                if (asprintf(&pattern, "%s/*.conf", dropin_dir) < 0)
+                        return log_oom();
+                /* glob() sorts by name: later files override earlier ones key by key. */
+                r = glob(pattern, 0, NULL, &g);
+                if (r == 0)
+                        for (size_t i = 0; i < g.gl_pathc; i++) {
+                                int k = ini_load_trusted(g.gl_pathv[i], &config_schema, c);
+                                if (k < 0 && k != -ENOENT) {
+                                        globfree(&g);
+                                        return k;
+                                }
+                        }
+                globfree(&g);
+                if (r == GLOB_NOSPACE)
+                        return log_oom();
+        }
+
+        r = config_verify(c);
+        if (r < 0)
+                return r;
+        free(c->groups_file);
+        c->groups_file = NULL;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int config_load_from(const char *path, const char *dir, Config **ret) {
+        if (!path && dir) {
+                _cleanup_free_ char *main_file = NULL, *dropins = NULL;
+                struct stat st;
+
+                if (stat(dir, &st) < 0)
+                        return log_error_errno(errno, "Failed to read the configuration directory %s: %m", dir);
+                if (!S_ISDIR(st.st_mode))
+                        {
+                        log_error("The configuration directory %s is not a directory.", dir);
+                        return -ENOTDIR;
+                }
+                if (asprintf(&main_file, "%s/peltd.conf", dir) < 0 || asprintf(&dropins, "%s/peltd.conf.d", dir) < 0)
+                        return log_oom();
+                return config_load_files(main_file, dropins, ret);
+        }
+        return config_load(path, ret);
+}
+
+int config_load(const char *path, Config **ret) {
+        if (!path)
+                return config_load_files(CONFIG_FILE, CONFIG_DROPIN_DIR, ret);
+
+        if (access(path, F_OK) < 0)
+                return log_error_errno(errno, "Failed to read configuration %s: %m", path);
+        return config_load_files(path, NULL, ret);
+}

@@ -1,0 +1,676 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The daemon's D-Bus API (DESIGN.md, "D-Bus"): org.peltd1 on the system bus, object /org/peltd1,
+ * interface org.peltd1.Manager — its properties, methods and the PlacementChanged signal, who may
+ * change what, and the connection's life.
+ *
+ * Readers are open to everyone. A change (SetPolicy, SetGroupShares, Reload) is checked first (a
+ * bad argument is InvalidArgs, whoever asks), then allowed at once for EUID 0, else polkit is
+ * asked for org.peltd1.manage without waiting: the call is answered when polkit answers (or after
+ * 10 s, AccessDenied), and is checked again then, since the daemon went on meanwhile. A refused or
+ * failed call changes nothing.
+ *
+ * The name is owned before READY=1. Without a bus the daemon places on, says so once, and tries
+ * again every few seconds; when the bus goes away it does the same, and owns the name again when
+ * the bus is back.
+ */
+#include <json-c/json.h>
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+
+#include "build-config.h"
+#include "peltd/cgroup-util.h"
+#include "peltd/json-util.h"
+#include "peltd/log.h"
+#include "peltd/utf8.h"
+
+#include "manager-internal.h"
+
+#define BUS_NAME "org.peltd1"
+#define BUS_PATH "/org/peltd1"
+#define BUS_INTERFACE "org.peltd1.Manager"
+#define POLKIT_ACTION "org.peltd1.manage"
+#define POLKIT_TIMEOUT_USEC (10 * USEC_PER_SEC)
+#define BUS_RETRY_USEC (2 * USEC_PER_SEC)
+#define SHARES_MIN 2
+#define SHARES_MAX 262144
+
+typedef enum BusCall {
+        CALL_SET_POLICY,
+        CALL_SET_GROUP_SHARES,
+        CALL_RELOAD,
+} BusCall;
+
+static const char *const call_names[] = {
+        [CALL_SET_POLICY] = "SetPolicy",
+        [CALL_SET_GROUP_SHARES] = "SetGroupShares",
+        [CALL_RELOAD] = "Reload",
+};
+
+/* A change waiting for polkit's answer. */
+struct AuthQuery {
+        Manager *m;
+        sd_bus_message *call;        /* the caller's, answered when polkit has */
+        sd_bus_slot *slot;           /* polkit's reply */
+        BusCall kind;
+        uid_t uid;
+        pid_t pid;
+        AuthQuery *next, *prev;
+};
+
+static AuthQuery *auth_query_free(AuthQuery *q) {
+        if (!q)
+                return NULL;
+        if (q->prev)
+                q->prev->next = q->next;
+        else if (q->m->auth_queries == q)
+                q->m->auth_queries = q->next;
+        if (q->next)
+                q->next->prev = q->prev;
+        sd_bus_slot_unref(q->slot);
+        sd_bus_message_unref(q->call);
+        free(q);
+        return NULL;
+}
+
+/* ---- Groups as the bus shows them ------------------------------------------------------------- */
+
+/* A managed group by its path as a caller gives it (bytes that are not UTF-8 as "\xNN"). */
+static ManagedGroup *find_group(Manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_groups; i++) {
+                _cleanup_free_ char *alloc = NULL;
+                const char *p = utf8_escape(m->groups[i].path, &alloc);
+
+                if (p && streq(p, path))
+                        return &m->groups[i];
+        }
+        return NULL;
+}
+
+uint64_t manager_runtime_shares(const Manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_runtime_shares; i++)
+                if (streq(m->runtime_shares[i].path, path))
+                        return m->runtime_shares[i].shares;
+        return 0;
+}
+
+/* One row of ListGroups: (path, util, runnable, load, shares, cpus, policy, reason). */
+static int append_group(sd_bus_message *reply, const ManagedGroup *g) {
+        _cleanup_free_ char *path_alloc = NULL, *reason_alloc = NULL, *cpus = cpumask_to_list(&g->cpus);
+        const char *path = utf8_escape(g->path, &path_alloc),
+                   *reason = g->planned ? utf8_escape(g->reason, &reason_alloc) : "not planned yet",
+                   *policy = g->planned ? policy_to_string(g->placed_policy) : "";
+
+        if (!path || !reason || !cpus)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "(sdddtsss)", path, g->util, g->runnable, g->load, g->shares, cpus,
+                                     policy ? policy : "", reason);
+}
+
+/* ---- Properties ------------------------------------------------------------------------------- */
+
+static int property_policy(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
+                           _unused_ const char *property, sd_bus_message *reply, void *userdata,
+                           _unused_ sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "s", policy_to_string(m->policy));
+}
+
+static int property_policies(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
+                             _unused_ const char *property, sd_bus_message *reply, _unused_ void *userdata,
+                             _unused_ sd_bus_error *error) {
+        return sd_bus_message_append(reply, "as", 3, "power", "performance", "balanced");
+}
+
+static int property_string(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
+                           const char *property, sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *error) {
+        Manager *m = userdata;
+        _cleanup_free_ char *alloc = NULL;
+        const char *v = NULL;
+
+        if (streq(property, "Version"))
+                v = PELTD_VERSION;
+        else if (streq(property, "CgroupRoot"))
+                v = utf8_escape(m->config->cgroup_root, &alloc);
+        else if (streq(property, "CgroupMode"))
+                v = m->fs->mode == CGROUP_MODE_V2 ? "v2" : "v1";
+        else if (streq(property, "Backend")) {
+                v = m->config->backend == BACKEND_SYSTEMD ? "systemd" : "cgroupfs";
+                if (m->config->backend == BACKEND_AUTO)
+                        for (size_t i = 0; i < m->n_groups; i++)
+                                if (m->groups[i].target_known && m->groups[i].target == APPLY_SYSTEMD)
+                                        v = "systemd";
+        } else if (streq(property, "SamplingBackend"))
+                v = sampling_backend_to_string(sampling_backend(m->sampling));
+        if (!v)
+                return -ENOMEM;
+        return sd_bus_message_append(reply, "s", v);
+}
+
+static int property_u64(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
+                        const char *property, sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *error) {
+        Manager *m = userdata;
+        uint64_t v = 0;
+
+        if (streq(property, "SampleIntervalUSec"))
+                v = m->config->sample_interval_usec;
+        else if (streq(property, "TaskSampleIntervalUSec"))
+                v = m->config->task_sample_interval_usec;
+        else if (streq(property, "Rounds"))
+                v = m->n_rounds;
+        else if (streq(property, "Changes"))
+                v = m->n_changes;
+        return sd_bus_message_append(reply, "t", v);
+}
+
+static int property_dry_run(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
+                            _unused_ const char *property, sd_bus_message *reply, void *userdata,
+                            _unused_ sd_bus_error *error) {
+        Manager *m = userdata;
+
+        return sd_bus_message_append(reply, "b", m->dry_run);
+}
+
+/* ---- Readers ---------------------------------------------------------------------------------- */
+
+static int method_list_groups(sd_bus_message *msg, void *userdata, _unused_ sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "(sdddtsss)");
+        for (size_t i = 0; r >= 0 && i < m->n_groups; i++)
+                r = append_group(reply, &m->groups[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = userdata;
+        const ManagedGroup *g;
+        const char *path;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &path);
+        if (r < 0)
+                return r;
+        g = find_group(m, path);
+        if (!g) {
+                _cleanup_free_ char *alloc = NULL;
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
+                                         strna(utf8_escape(path, &alloc)));
+        }
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = append_group(reply, g); /* one row of ListGroups */
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_get_topology(sd_bus_message *msg, void *userdata, _unused_ sd_bus_error *error) {
+        _cleanup_json_ json_object *o = NULL;
+        Manager *m = userdata;
+        const char *s;
+        int r;
+
+        r = topology_to_json(m->topology, &o);
+        if (r < 0)
+                return r;
+        s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        if (!s)
+                return -ENOMEM;
+        return sd_bus_reply_method_return(msg, "s", s);
+}
+
+/* ---- Changes ---------------------------------------------------------------------------------- */
+
+/*
+ * Checks a change's arguments (execute false), or checks them again and makes the change (execute
+ * true: the caller is allowed; uid and pid for the log). Errors go into error; returns < 0 then.
+ */
+static int run_change(Manager *m, sd_bus_message *msg, BusCall kind, bool execute, uid_t uid, pid_t pid,
+                      sd_bus_error *error) {
+        int r;
+
+        r = sd_bus_message_rewind(msg, true);
+        if (r < 0)
+                return r;
+
+        switch (kind) {
+        case CALL_SET_POLICY: {
+                const char *name;
+                Policy p;
+
+                r = sd_bus_message_read(msg, "s", &name);
+                if (r < 0)
+                        return r;
+                p = policy_from_string(name);
+                if (p == POLICY_INVALID) {
+                        _cleanup_free_ char *alloc = NULL;
+
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Unknown policy \"%s\": use power, performance or balanced.",
+                                                 strna(utf8_escape(name, &alloc)));
+                }
+                if (!execute)
+                        return 0;
+                log_info("SetPolicy(\"%s\") by uid %u, pid %d: policy %s -> %s from the next round.", name, (unsigned) uid,
+                         (int) pid, policy_to_string(m->policy), name);
+                m->runtime_policy = p;
+                manager_settings_changed(m);
+                manager_notify_status(m);
+                return 0;
+        }
+
+        case CALL_SET_GROUP_SHARES: {
+                const char *path;
+                uint64_t shares;
+                ManagedGroup *g;
+                RuntimeShares *rs = NULL;
+
+                r = sd_bus_message_read(msg, "st", &path, &shares);
+                if (r < 0)
+                        return r;
+                g = find_group(m, path);
+                if (!g) {
+                        _cleanup_free_ char *alloc = NULL;
+
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
+                                                 strna(utf8_escape(path, &alloc)));
+                }
+                if (shares != 0 && (shares < SHARES_MIN || shares > SHARES_MAX))
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "Shares %" PRIu64 " out of range: 2 to 262144 (cpu.shares), or 0 for the configured value.",
+                                                 shares);
+                if (!execute)
+                        return 0;
+
+                for (size_t i = 0; i < m->n_runtime_shares; i++)
+                        if (streq(m->runtime_shares[i].path, g->path))
+                                rs = &m->runtime_shares[i];
+                if (shares == 0) {
+                        const GroupConfig *c = config_find_group(m->config, g->path);
+
+                        if (rs) {
+                                free(rs->path);
+                                *rs = m->runtime_shares[--m->n_runtime_shares];
+                        }
+                        /* With no Shares= the group's own value goes back: the one recorded before peltd wrote it. */
+                        g->shares_put_back = !c || c->shares == 0 ? manager_original_shares(m, g) : 0;
+                } else if (rs)
+                        rs->shares = shares;
+                else {
+                        RuntimeShares *n = reallocarray(m->runtime_shares, m->n_runtime_shares + 1, sizeof *n);
+                        char *p = strdup(g->path);
+
+                        if (n)
+                                m->runtime_shares = n;
+                        if (!n || !p) {
+                                free(p);
+                                return -ENOMEM;
+                        }
+                        m->runtime_shares[m->n_runtime_shares++] = (RuntimeShares){ .path = p, .shares = shares };
+                }
+                log_info("SetGroupShares(\"%s\", %" PRIu64 ") by uid %u, pid %d: %s from the next round.", g->path, shares,
+                         (unsigned) uid, (int) pid, shares == 0 ? "the configured shares again" : "new shares");
+                return 0;
+        }
+
+        case CALL_RELOAD: {
+                _cleanup_free_ char *why = NULL;
+
+                if (!execute)
+                        return 0;
+                log_info("Reload() by uid %u, pid %d.", (unsigned) uid, (int) pid);
+                (void) sd_notify(false, "RELOADING=1");
+                r = manager_reload(m, &why);
+                (void) sd_notify(false, "READY=1");
+                manager_notify_status(m);
+                if (r < 0) {
+                        _cleanup_free_ char *alloc = NULL;
+
+                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                                 "The configuration was not reloaded; the old settings stay: %s",
+                                                 why ? strna(utf8_escape(why, &alloc)) : "see the log.");
+                }
+                return 0;
+        }
+        }
+        return -EINVAL;
+}
+
+static void reply_change(Manager *m, sd_bus_message *msg, BusCall kind, uid_t uid, pid_t pid) {
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r = run_change(m, msg, kind, true, uid, pid, &error);
+
+        if (r < 0 && !sd_bus_error_is_set(&error))
+                sd_bus_error_set_errno(&error, r);
+        r = sd_bus_error_is_set(&error) ? sd_bus_reply_method_error(msg, &error) : sd_bus_reply_method_return(msg, NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer %s: %m", call_names[kind]);
+}
+
+static void reply_denied(sd_bus_message *msg, BusCall kind, const char *why) {
+        int r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: %s", call_names[kind], why);
+
+        if (r < 0)
+                log_debug_errno(r, "Failed to answer %s: %m", call_names[kind]);
+}
+
+static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
+        AuthQuery *q = userdata;
+        const sd_bus_error *e;
+        int authorized = 0, challenge = 0, r;
+
+        e = sd_bus_message_get_error(reply);
+        if (e) {
+                if (sd_bus_error_has_names(e, SD_BUS_ERROR_SERVICE_UNKNOWN, SD_BUS_ERROR_NAME_HAS_NO_OWNER))
+                        reply_denied(q->call, q->kind, "only root may change peltd's settings (no polkit on this bus).");
+                else if (sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT))
+                        reply_denied(q->call, q->kind, "polkit did not answer within 10 s.");
+                else {
+                        log_warning("polkit failed to check %s for uid %u: %s", call_names[q->kind], (unsigned) q->uid,
+                                    strna(e->message));
+                        reply_denied(q->call, q->kind, "polkit could not check the caller.");
+                }
+                auth_query_free(q);
+                return 0;
+        }
+
+        r = sd_bus_message_enter_container(reply, 'r', "bba{ss}");
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "bb", &authorized, &challenge);
+        if (r < 0)
+                reply_denied(q->call, q->kind, "polkit's answer did not parse.");
+        else if (authorized)
+                reply_change(q->m, q->call, q->kind, q->uid, q->pid);
+        else if (challenge)
+                reply_denied(q->call, q->kind,
+                             "authentication is required for org.peltd1.manage (allow interactive authorization, e.g. run peltctl in a terminal).");
+        else
+                reply_denied(q->call, q->kind, "polkit does not grant the caller org.peltd1.manage.");
+        auth_query_free(q);
+        return 0;
+}
+
+/*
+ * A change: arguments checked, then the caller authorized — root at once, anyone else by polkit,
+ * asked without waiting (the call is answered from on_polkit_reply()).
+ */
+static int method_change(sd_bus_message *msg, Manager *m, BusCall kind, sd_bus_error *error) {
+        _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *check = NULL;
+        AuthQuery *q;
+        uid_t euid = (uid_t) -1;
+        pid_t pid = 0;
+        const char *sender;
+        int r;
+
+        r = run_change(m, msg, kind, false, 0, 0, error);
+        if (r < 0)
+                return r;
+
+        r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds);
+        if (r >= 0)
+                r = sd_bus_creds_get_euid(creds, &euid);
+        if (r < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: the caller is unknown.",
+                                         call_names[kind]);
+        (void) sd_bus_creds_get_pid(creds, &pid);
+        if (euid == 0) {
+                reply_change(m, msg, kind, euid, pid);
+                return 1;
+        }
+
+        sender = sd_bus_message_get_sender(msg);
+        if (!sender)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: the caller is unknown.",
+                                         call_names[kind]);
+        q = new0(AuthQuery, 1);
+        if (!q)
+                return -ENOMEM;
+        *q = (AuthQuery){ .m = m, .call = sd_bus_message_ref(msg), .kind = kind, .uid = euid, .pid = pid };
+        q->next = m->auth_queries;
+        if (q->next)
+                q->next->prev = q;
+        m->auth_queries = q;
+
+        r = sd_bus_message_new_method_call(sd_bus_message_get_bus(msg), &check, "org.freedesktop.PolicyKit1",
+                                           "/org/freedesktop/PolicyKit1/Authority", "org.freedesktop.PolicyKit1.Authority",
+                                           "CheckAuthorization");
+        if (r >= 0)
+                /* subject ("system-bus-name", {"name": sender}), action, details {}, flags (1: interactive), cancellation id */
+                r = sd_bus_message_append(check, "(sa{sv})sa{ss}us", "system-bus-name", 1, "name", "s", sender, POLKIT_ACTION,
+                                          0, (uint32_t) (sd_bus_message_get_allow_interactive_authorization(msg) > 0), "");
+        if (r >= 0)
+                r = sd_bus_call_async(sd_bus_message_get_bus(msg), &q->slot, check, on_polkit_reply, q, POLKIT_TIMEOUT_USEC);
+        if (r < 0) {
+                auth_query_free(q);
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: polkit could not be asked.",
+                                         call_names[kind]);
+        }
+        return 1;
+}
+
+static int method_set_policy(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_change(msg, userdata, CALL_SET_POLICY, error);
+}
+
+static int method_set_group_shares(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_change(msg, userdata, CALL_SET_GROUP_SHARES, error);
+}
+
+static int method_reload(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+        return method_change(msg, userdata, CALL_RELOAD, error);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_PROPERTY("Policy", "s", property_policy, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+        SD_BUS_PROPERTY("Policies", "as", property_policies, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("DryRun", "b", property_dry_run, 0, 0),
+        SD_BUS_PROPERTY("Version", "s", property_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("CgroupRoot", "s", property_string, 0, 0),
+        SD_BUS_PROPERTY("CgroupMode", "s", property_string, 0, SD_BUS_VTABLE_PROPERTY_CONST),
+        SD_BUS_PROPERTY("Backend", "s", property_string, 0, 0),
+        SD_BUS_PROPERTY("SamplingBackend", "s", property_string, 0, 0),
+        SD_BUS_PROPERTY("SampleIntervalUSec", "t", property_u64, 0, 0),
+        SD_BUS_PROPERTY("TaskSampleIntervalUSec", "t", property_u64, 0, 0),
+        SD_BUS_PROPERTY("Rounds", "t", property_u64, 0, 0),
+        SD_BUS_PROPERTY("Changes", "t", property_u64, 0, 0),
+        SD_BUS_METHOD_WITH_ARGS("SetPolicy", SD_BUS_ARGS("s", policy), SD_BUS_NO_RESULT, method_set_policy,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("Reload", SD_BUS_NO_ARGS, SD_BUS_NO_RESULT, method_reload, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("SetGroupShares", SD_BUS_ARGS("s", path, "t", shares), SD_BUS_NO_RESULT,
+                                method_set_group_shares, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListGroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sdddtsss)", groups), method_list_groups,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetTopology", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", topology), method_get_topology,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("GetGroup", SD_BUS_ARGS("s", path), SD_BUS_RESULT("(sdddtsss)", group), method_get_group,
+                                SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_SIGNAL_WITH_ARGS("PlacementChanged",
+                                SD_BUS_ARGS("s", path, "s", old_cpus, "s", cpus, "t", old_shares, "t", shares, "s",
+                                            policy, "s", reason),
+                                0),
+        SD_BUS_VTABLE_END,
+};
+
+/* ---- Signals ---------------------------------------------------------------------------------- */
+
+static bool bus_up(const Manager *m) {
+        return m->bus && m->bus_owned && sd_bus_is_open(m->bus) > 0;
+}
+
+void manager_bus_policy_changed(Manager *m) {
+        int r;
+
+        if (!bus_up(m))
+                return;
+        r = sd_bus_emit_properties_changed(m->bus, BUS_PATH, BUS_INTERFACE, "Policy", NULL);
+        if (r < 0)
+                log_debug_errno(r, "Failed to send PropertiesChanged for Policy: %m");
+}
+
+void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuMask *old_cpus, uint64_t old_shares,
+                                   const PolicyResult *res) {
+        _cleanup_free_ char *pa = NULL, *ra = NULL, *old = NULL, *cpus = NULL;
+        const char *path, *reason;
+        int r;
+
+        if (!bus_up(m))
+                return;
+        old = cpumask_to_list(old_cpus);
+        cpus = cpumask_to_list(&res->cpus);
+        path = utf8_escape(g->path, &pa);
+        reason = utf8_escape(res->reason, &ra);
+        if (!old || !cpus || !path || !reason) {
+                log_oom();
+                return;
+        }
+        r = sd_bus_emit_signal(m->bus, BUS_PATH, BUS_INTERFACE, "PlacementChanged", "sssttss", path, old, cpus, old_shares,
+                               res->shares, policy_to_string(res->policy) ?: "", reason);
+        if (r < 0)
+                log_debug_errno(r, "Failed to send PlacementChanged for %s: %m", g->path);
+}
+
+/* ---- The connection ----------------------------------------------------------------------------- */
+
+static void bus_close(Manager *m) {
+        while (m->auth_queries)
+                auth_query_free(m->auth_queries); /* their callers went with the bus */
+        m->bus = sd_bus_flush_close_unref(m->bus);
+        m->bus_owned = false;
+}
+
+static int bus_connect(Manager *m, bool at_start);
+
+static void bus_schedule_retry(Manager *m) {
+        int r;
+
+        if (!m->bus_retry)
+                return; /* said at start */
+        r = sd_event_source_set_time(m->bus_retry, now_usec(CLOCK_MONOTONIC) + BUS_RETRY_USEC);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->bus_retry, SD_EVENT_ONESHOT);
+        if (r < 0)
+                log_warning_errno(r, "Failed to arm the bus reconnect timer (%m); running without D-Bus until restarted.");
+}
+
+static int on_bus_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+
+        bus_close(m);
+        if (bus_connect(m, false) < 0)
+                bus_schedule_retry(m);
+        return 0;
+}
+
+static int on_disconnected(_unused_ sd_bus_message *msg, void *userdata, _unused_ sd_bus_error *error) {
+        Manager *m = userdata;
+
+        log_warning("Lost the system bus; placing goes on, and org.peltd1 is owned again when the bus is back.");
+        m->bus_said = true;
+        m->bus_owned = false;
+        /* Not closed here, inside its own dispatch: the retry timer does it. */
+        bus_schedule_retry(m);
+        return 0;
+}
+
+static int on_name_acquired(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *error) {
+        Manager *m = userdata;
+        const sd_bus_error *e = sd_bus_message_get_error(reply);
+
+        if (e) {
+                if (!m->bus_said)
+                        log_warning("Failed to own %s on the system bus (%s); running without D-Bus, trying again.", BUS_NAME,
+                                    strna(e->message));
+                m->bus_said = true;
+                bus_schedule_retry(m);
+                return 0;
+        }
+        m->bus_owned = true;
+        if (m->bus_said)
+                log_info("Connected to the system bus again; %s is ours.", BUS_NAME);
+        m->bus_said = false;
+        return 0;
+}
+
+/*
+ * Connects and asks for the name: at start synchronously (owned before READY=1), later without
+ * waiting. Logs "without D-Bus" once per episode. Returns < 0 when the connection could not be
+ * made (then retry).
+ */
+static int bus_connect(Manager *m, bool at_start) {
+        _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+        int r;
+
+        r = sd_bus_open_system(&bus);
+        if (r >= 0)
+                r = sd_bus_add_object_vtable(bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, m);
+        if (r >= 0)
+                r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
+                                        "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, m);
+        if (r >= 0)
+                r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+        if (r < 0) {
+                if (!m->bus_said)
+                        log_notice_errno(r, "No system bus (%m); running without D-Bus (peltctl cannot reach this daemon), trying again every %u s.",
+                                         (unsigned) (BUS_RETRY_USEC / USEC_PER_SEC));
+                m->bus_said = true;
+                return r;
+        }
+        m->bus = TAKE_PTR(bus);
+
+        if (at_start) {
+                r = sd_bus_request_name(m->bus, BUS_NAME, 0);
+                if (r < 0) {
+                        log_warning_errno(r, "Failed to own %s on the system bus (%m); running without D-Bus, trying again.",
+                                          BUS_NAME);
+                        m->bus_said = true;
+                        bus_close(m);
+                        return r;
+                }
+                m->bus_owned = true;
+                log_info("Owning %s on the system bus.", BUS_NAME);
+                return 0;
+        }
+        r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, on_name_acquired, m);
+        if (r < 0) {
+                bus_close(m);
+                return r;
+        }
+        return 0;
+}
+
+void manager_bus_start(Manager *m) {
+        int r;
+
+        r = sd_event_add_time(m->event, &m->bus_retry, CLOCK_MONOTONIC, 0, 0, on_bus_retry, m);
+        if (r < 0) {
+                log_warning_errno(r, "Failed to add the bus reconnect timer: %m");
+                m->bus_retry = NULL;
+        } else {
+                (void) sd_event_source_set_enabled(m->bus_retry, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(m->bus_retry, "bus-retry");
+        }
+        if (bus_connect(m, true) < 0 && m->bus_retry)
+                bus_schedule_retry(m);
+}
+
+void manager_bus_stop(Manager *m) {
+        m->bus_retry = sd_event_source_disable_unref(m->bus_retry);
+        if (m->bus && m->bus_owned && sd_bus_is_open(m->bus) > 0)
+                (void) sd_bus_release_name(m->bus, BUS_NAME);
+        bus_close(m);
+}

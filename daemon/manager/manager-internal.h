@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+#pragma once
+
+/*
+ * What the daemon's own files share: the Manager and its managed groups. Only manager.c,
+ * manager-groups.c and manager-apply.c include this; everything else sees the Manager through
+ * peltd/manager.h.
+ *
+ *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug) and rounds
+ *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
+ *   manager-apply.c   applying a group's plan, the change log and its journal fields, restoring
+ *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization
+ *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "peltd/apply-cgroup.h"
+#include "peltd/cgroup-util.h"
+#include "peltd/args.h"
+#include "peltd/config.h"
+#include "peltd/cpumask.h"
+#include "peltd/energy.h"
+#include "peltd/manager.h"
+#include "peltd/originals.h"
+#include "peltd/policy.h"
+#include "peltd/rootdir.h"
+#include "peltd/sampling.h"
+#include "peltd/subtree-lock.h"
+#include "peltd/time-util.h"
+#include "peltd/topology.h"
+
+/* A file peltd wrote for a group (its own, a descendant's), that it has a record of. */
+typedef struct PlacedFile {
+        const char *hierarchy;       /* static strings, as in CgWrite */
+        const char *file;
+        char *group;                 /* the group, a descendant, or a systemd unit */
+} PlacedFile;
+
+/* What the daemon keeps about one managed group between rounds. */
+typedef struct ManagedGroup {
+        char *path;
+        uint64_t id;                 /* the sampler's: another id at the same path is a new directory */
+
+        /* Read at task rounds and after each change. */
+        bool info_valid;
+        unsigned info_gen;           /* counts the changes of cpus, allowed and mems */
+        CpuMask cpus;                /* cpuset.cpus (v2: the effective set when empty) */
+        CpuMask allowed;             /* the parent's cpuset */
+        bool has_allowed;
+        CpuMask mems;                /* cpuset.mems node ids */
+        bool has_mems;
+        bool pinned_narrower;
+        bool affinity_checked;       /* its threads' affinity was read at least once */
+
+        /* From its threads, at task rounds. */
+        unsigned nr_threads;
+        double max_task_util;
+        usec_t avg_slice_usec;
+
+        /* How its placement is written. */
+        bool target_known;
+        ApplyTarget target;
+        char *unit;
+
+        char *last_intent;           /* the change last logged as intended (dry run), or the reason left alone */
+        CgRetry retry;               /* the last placement that failed, and when to try it again */
+
+        /* What peltd placed: the plan last applied, and the files it wrote, read by the drift checks. */
+        bool applied;
+        CpuMask applied_cpus;
+        uint64_t applied_shares;     /* 0: shares not set */
+        PlacedFile *placed;
+        size_t n_placed;
+        bool drift;                  /* someone else wrote a placed file: place the plan again this round */
+        bool drift_said;             /* this episode is logged */
+
+        /* The last plan, for ListGroups and GetGroup. */
+        bool planned;
+        double util, runnable, load;
+        uint64_t shares;             /* in effect: Shares= (or SetGroupShares) where set, else its current */
+        Policy placed_policy;
+        char reason[POLICY_REASON_MAX];
+        uint64_t shares_put_back;    /* SetGroupShares taken back with no Shares= set: write this once; 0: none */
+
+        uint64_t n_placements;       /* placement changes applied to it, for the metrics */
+} ManagedGroup;
+
+/* SetGroupShares: a group path's runtime shares, kept until the daemon stops. */
+typedef struct RuntimeShares {
+        char *path;
+        uint64_t shares;
+} RuntimeShares;
+
+typedef struct AuthQuery AuthQuery;
+typedef struct Planning Planning;
+typedef struct ManagerMetrics ManagerMetrics;
+
+struct Manager {
+        Args args;
+        Config *config;
+        Policy policy;               /* the daemon's policy: --policy, else Policy= */
+        bool dry_run;
+
+        sd_event *event;
+        sd_event_source *group_timer;
+        sd_event_source *task_timer;
+        sd_event_source *hotplug_source;
+
+        RootDir *sysfs;
+        RootDir *proc;
+        Topology *topology;
+        EnergyModel *energy_model;
+        unsigned *capacity;          /* per CPU number, CPUMASK_MAX entries, updated in place */
+
+        CgroupFs *fs;
+        CgroupAccess access;         /* its bus: the system bus, for the systemd backend; NULL until needed */
+        CgroupIO io;
+
+        Originals *originals;
+        int lock_fd;
+        SubtreeLock *subtree_lock;   /* NULL in a dry run */
+        int record_error;            /* the state file could not take an original: said once until it can */
+
+        Sampling *sampling;
+        bool task_tracking;
+
+        ManagedGroup *groups;        /* sorted by path */
+        PolicyHistory *histories;    /* the planner's, one a group, at its index in groups */
+        size_t n_groups;
+        unsigned task_rounds;
+        int sample_error;            /* the last round's sampling error, said once until it changes */
+        unsigned n_failed_rounds;    /* in a row: the episode, logged once */
+        unsigned n_late_rounds;      /* that overran their interval, since late_timer's last on time */
+        sd_event_source *late_timer;
+        bool rearm_failed;           /* a round timer could not be re-armed: the other retries */
+        usec_t watchdog_usec;        /* WATCHDOG_USEC, 0: none */
+        usec_t last_watchdog_usec;
+
+        unsigned n_changes;
+        char last_change[512];
+        uint64_t n_rounds;
+        Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
+
+        /* The D-Bus API (manager-bus.c). */
+        sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
+        sd_event_source *bus_retry;  /* connects again while there is none */
+        bool bus_owned;              /* the name is ours */
+        bool bus_said;               /* "running without the bus" said (once per episode) */
+        AuthQuery *auth_queries;     /* calls waiting for polkit */
+        Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
+        RuntimeShares *runtime_shares;
+        size_t n_runtime_shares;
+
+        ManagerMetrics *metrics;     /* manager-metrics.c */
+};
+
+/* For log lines: a list longer than buf is cut and ends in "..." (never a key or a value written). */
+static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
+        cpumask_format(m, buf, size);
+        return buf[0] ? buf : "(none)";
+}
+
+/* manager.c */
+
+/* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
+void manager_notify_status(Manager *m);
+
+void planning_free(Planning *p);
+/* Something the plan depends on changed that the planner's inputs do not show (the topology): plan again. */
+void planning_invalidate(Manager *m);
+
+/* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
+void manager_settings_changed(Manager *m);
+
+/*
+ * Reads the configuration again (SIGHUP, Reload()); the old settings stay when it is broken.
+ * Returns 0, or a negative errno with *ret_message (may be NULL) saying what was wrong.
+ */
+int manager_reload(Manager *m, char **ret_message);
+
+/* manager-bus.c */
+
+/*
+ * Connects to the system bus and owns org.peltd1 (before READY=1); without a bus the daemon runs
+ * on and says so once, and connects again when the bus is back. Never fails the daemon.
+ */
+void manager_bus_start(Manager *m);
+void manager_bus_stop(Manager *m);
+/* PropertiesChanged for Policy. */
+void manager_bus_policy_changed(Manager *m);
+/* The PlacementChanged signal of an applied change. */
+void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuMask *old_cpus, uint64_t old_shares,
+                                   const PolicyResult *res);
+/* The runtime shares of a group path (SetGroupShares), 0: none. */
+uint64_t manager_runtime_shares(const Manager *m, const char *path);
+
+/* manager-metrics.c */
+
+/* The metrics file's timer, before the first round. Logs its errors. */
+int manager_metrics_start(Manager *m);
+/* A round starts: counted, and the file written after it, at most once a second. */
+void manager_metrics_round(Manager *m, bool task_round);
+/* sampling_round() now, its CPU time (this thread's) counted for peltd_sampling_cpu_seconds_total. */
+int manager_sample(Manager *m, bool task_round);
+/* The daemon stops: the file is removed. */
+void manager_metrics_stop(Manager *m);
+void manager_metrics_free(Manager *m);
+
+/* manager-groups.c */
+
+void managed_group_done(ManagedGroup *g);
+
+/* Brings the managed list in line with the sampler's groups (both sorted by path). 0 or -ENOMEM. */
+int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n);
+
+/*
+ * Reads what a group's plan starts from. A group whose information is not valid (new, or after a
+ * change of topology) gets its cpuset.cpus, its parent's and its cpuset.mems read; at task rounds
+ * (task_round) every other group its cpuset.cpus and its parent's again, and the files peltd
+ * placed are checked for drift: a value someone else wrote becomes the file's recorded original
+ * (in memory: saved with the round's records), and the group is placed again (logged once an
+ * episode). A group whose cpuset is unreadable is left with info_valid false.
+ */
+void manager_read_groups(Manager *m, bool task_round);
+
+/* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
+void manager_collect_threads(Manager *m);
+
+/* The cpuset of the last group a thread was seen in (path NULL: none read yet). */
+typedef struct ThreadCpuset {
+        char *path;
+        int r;
+        CpuMask cpus;
+} ThreadCpuset;
+
+/*
+ * Whether a thread of g with this affinity pinned itself narrower than the cpuset it runs in: that
+ * of its own group, cgroup (a child cpuset below g is the thread's, not pinning), else g's.
+ * cache keeps the last group's set between calls (free its path).
+ */
+bool manager_thread_pinned(Manager *m, const ManagedGroup *g, const char *cgroup, const CpuMask *affinity,
+                           ThreadCpuset *cache);
+
+/* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
+void manager_resolve_target(Manager *m, ManagedGroup *g);
+
+/* manager-apply.c */
+
+/*
+ * Applies a round's plans: for each group whose plan differs from its current set and shares
+ * (cur_shares[i], as read), or that drifted, the batch is read; then the records of all of them are
+ * saved with one write of the state file, and only then are they written (in a dry run: said,
+ * once a plan). Each change is logged; failures are logged once here.
+ */
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                          const uint64_t *cur_shares, size_t n);
+/* manager_apply_groups() for one group; returns 0. */
+int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
+
+/*
+ * Puts back every recorded original (why: for the log line). Returns 0, the number of values that
+ * could not be restored (logged), or a negative errno (logged).
+ */
+int manager_restore_all(Manager *m, const char *why);
+
+/*
+ * The group's own shares from before peltd first wrote them (cpu.shares; cpu.weight and systemd's
+ * CPUWeight converted), as recorded in the state file; 0 when nothing is recorded.
+ */
+uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g);

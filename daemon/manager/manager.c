@@ -1,0 +1,880 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The Manager: its lifecycle, its event sources (the two round timers, signals, CPU hotplug) and
+ * the rounds they run. Per-group reads live in manager-groups.c, applying and restoring in
+ * manager-apply.c.
+ */
+#include <signal.h>
+
+#include <systemd/sd-bus.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include "peltd/apply-cgroup.h"
+#include "peltd/cgroup-util.h"
+#include "peltd/config-file.h"
+#include "peltd/config.h"
+#include "peltd/energy.h"
+#include "peltd/topology-energy.h"
+#include "peltd/hotplug.h"
+#include "peltd/log.h"
+#include "peltd/manager.h"
+#include "peltd/originals.h"
+#include "peltd/policy.h"
+#include "peltd/subtree-lock.h"
+#include "peltd/sampling.h"
+#include "peltd/topology-sysfs.h"
+#include "peltd/topology.h"
+
+#include "manager-internal.h"
+
+Manager *manager_free(Manager *m) {
+        if (!m)
+                return NULL;
+        manager_bus_stop(m);
+        for (size_t i = 0; i < m->n_runtime_shares; i++)
+                free(m->runtime_shares[i].path);
+        free(m->runtime_shares);
+        sd_event_source_disable_unref(m->group_timer);
+        sd_event_source_disable_unref(m->task_timer);
+        sd_event_source_disable_unref(m->hotplug_source);
+        manager_metrics_free(m);
+        sd_event_unref(m->event);
+        sampling_free(m->sampling);
+        for (size_t i = 0; i < m->n_groups; i++)
+                managed_group_done(&m->groups[i]);
+        free(m->groups);
+        free(m->histories);
+        planning_free(m->planning);
+        originals_free(m->originals);
+        subtree_lock_free(m->subtree_lock);
+        if (m->lock_fd >= 0)
+                close(m->lock_fd);
+        sd_bus_flush_close_unref(m->access.bus);
+        cgroup_fs_free(m->fs);
+        energy_model_free(m->energy_model);
+        topology_free(m->topology);
+        free(m->capacity);
+        rootdir_free(m->proc);
+        rootdir_free(m->sysfs);
+        config_free(m->config);
+        free(m);
+        return NULL;
+}
+
+/* ---- Helpers ---------------------------------------------------------------------------------- */
+
+void manager_notify_status(Manager *m) {
+        (void) sd_notifyf(false, "STATUS=Policy %s%s; %zu groups managed; %u changes%s%s%s%s", policy_to_string(m->policy),
+                          m->dry_run ? " (dry run)" : "", m->n_groups, m->n_changes,
+                          m->last_change[0] ? "; last: " : "", m->last_change,
+                          m->n_failed_rounds > 0 ? "; rounds failing" : "",
+                          m->n_late_rounds > 0 ? "; rounds late" : "");
+}
+
+/* TaskTracking=auto: per-thread figures where a policy uses them (burst length, biggest task). */
+static bool want_task_tracking(const Manager *m) {
+        switch (m->config->task_tracking) {
+        case TASK_TRACKING_YES:
+                return true;
+        case TASK_TRACKING_NO:
+                return false;
+        case TASK_TRACKING_AUTO:
+                break;
+        }
+        if (m->policy == POLICY_BALANCED || (m->topology && m->topology->asymmetric))
+                return true;
+        for (size_t i = 0; i < m->config->n_group_configs; i++)
+                if (m->config->group_configs[i].policy == POLICY_BALANCED)
+                        return true;
+        return false;
+}
+
+/*
+ * What the command line and the configuration decide: the policy, dry run, thread tracking. A
+ * SetPolicy call wins over --policy, which wins over Policy=.
+ */
+static void apply_settings(Manager *m) {
+        m->policy = m->runtime_policy != POLICY_INVALID ? m->runtime_policy
+                    : m->args.policy                     ? policy_from_string(m->args.policy)
+                                                         : m->config->policy;
+        m->dry_run = m->args.dry_run || m->config->dry_run;
+        m->task_tracking = want_task_tracking(m);
+}
+
+void manager_settings_changed(Manager *m) {
+        Policy old = m->policy;
+
+        apply_settings(m);
+        sampling_set_task_tracking(m->sampling, m->task_tracking);
+        if (m->policy != old)
+                manager_bus_policy_changed(m);
+}
+
+static void update_capacities(Manager *m) {
+        for (int cpu = 0; cpu < CPUMASK_MAX; cpu++) {
+                const TopoCpu *c = topology_cpu(m->topology, cpu);
+
+                m->capacity[cpu] = c ? c->capacity : CAPACITY_SCALE;
+        }
+}
+
+static size_t capacity_entries(const Manager *m) {
+        return (size_t) MAX(cpumask_last(&m->topology->online) + 1, 1);
+}
+
+/* ---- Rounds ----------------------------------------------------------------------------------- */
+
+static int refresh_topology(Manager *m) {
+        int r = topology_refresh(&m->topology, m->sysfs);
+
+        if (r <= 0) {
+                if (r < 0)
+                        log_warning_errno(r, "Failed to re-read the CPU topology: %m");
+                return r;
+        }
+        update_capacities(m);
+        planning_invalidate(m);
+        {
+                char b[128];
+
+                log_info("CPU topology changed: online CPUs now %s.", fmt_cpus(&m->topology->online, b, sizeof b));
+        }
+        /* Cpusets changed under us (v1 drops offline CPUs): read every group's again. */
+        for (size_t i = 0; i < m->n_groups; i++)
+                m->groups[i].info_valid = false;
+        return 1;
+}
+
+#define SWAP(a, b)                              \
+        do {                                    \
+                __typeof__(a) swap_ = (a);      \
+                (a) = (b);                      \
+                (b) = swap_;                    \
+        } while (0)
+
+/* What a round gives the planner for a group, less its CPU masks (whose changes count in info_gen). */
+typedef struct PlanKey {
+        double util, runnable, load, max_task_util;
+        usec_t avg_slice_usec;
+        uint64_t shares, override_shares;
+        const GroupConfig *config;
+        unsigned nr_threads, info_gen;
+        bool pinned_narrower;
+} PlanKey;
+
+static bool plan_key_equal(const PlanKey *a, const PlanKey *b) {
+        return a->util == b->util && a->runnable == b->runnable && a->load == b->load &&
+               a->max_task_util == b->max_task_util && a->avg_slice_usec == b->avg_slice_usec && a->shares == b->shares &&
+               a->override_shares == b->override_shares && a->config == b->config && a->nr_threads == b->nr_threads &&
+               a->info_gen == b->info_gen && a->pinned_narrower == b->pinned_narrower;
+}
+
+static bool plan_result_equal(const PolicyResult *a, const PolicyResult *b) {
+        return a->managed == b->managed && a->learning == b->learning && a->policy == b->policy &&
+               a->shares == b->shares && a->shares_set == b->shares_set && a->demand == b->demand &&
+               cpumask_equal(&a->cpus, &b->cpus) && streq(a->reason, b->reason);
+}
+
+/*
+ * The planner's arrays and what the last round planned, kept from round to round: a group's share
+ * of the arrays is some kilobytes (CPU masks, its history), and a thousand groups' would be
+ * allocated and cleared ten times a second. res, keys and the groups line up with m->groups when
+ * every group is planned.
+ */
+struct Planning {
+        PolicyGroup *pg;
+        PolicyResult *res, *res_prev;
+        PolicyHistory *hist;
+        ManagedGroup **owner;
+        GroupConfig *override;
+        PlanKey *keys, *keys_prev;
+        ManagedGroup **apply_groups;
+        const PolicyResult **apply_res;
+        uint64_t *apply_shares;
+        size_t allocated;
+
+        /*
+         * at_rest: the last round planned what the round before planned, from the same inputs, and
+         * left every history at rest (policy_history_at_rest()): the same inputs again plan the
+         * same, and the planner is left out. Planned for these groups, policy, model, config.
+         */
+        bool at_rest;
+        const ManagedGroup *groups;
+        size_t n;                    /* every one of these groups planned; 0: not all of them were */
+        Policy policy;
+        const EnergyModel *energy_model;
+        const Config *config;
+};
+
+void planning_free(Planning *p) {
+        if (!p)
+                return;
+        free(p->pg);
+        free(p->res);
+        free(p->res_prev);
+        free(p->hist);
+        free(p->owner);
+        free(p->override);
+        free(p->keys);
+        free(p->keys_prev);
+        free(p->apply_groups);
+        free(p->apply_res);
+        free(p->apply_shares);
+        free(p);
+}
+
+void planning_invalidate(Manager *m) {
+        if (m->planning)
+                m->planning->at_rest = false;
+}
+
+/* Room for n groups; every entry used is written before it is read. */
+static int planning_reserve(Manager *m, size_t n) {
+        Planning *a = m->planning;
+
+        if (!a) {
+                a = m->planning = new0(Planning, 1);
+                if (!a)
+                        return -ENOMEM;
+        }
+        if (n <= a->allocated)
+                return 0;
+        n = MAX(n, a->allocated * 2);
+        a->at_rest = false;
+#define GROW(field)                                                     \
+        ({                                                              \
+                __typeof__(a->field) p = realloc(a->field, n * sizeof *a->field); \
+                if (p)                                                  \
+                        a->field = p;                                   \
+                p;                                                      \
+        })
+        if (!GROW(pg) || !GROW(res) || !GROW(res_prev) || !GROW(hist) || !GROW(owner) || !GROW(override) ||
+            !GROW(keys) || !GROW(keys_prev) || !GROW(apply_groups) || !GROW(apply_res) || !GROW(apply_shares))
+                return -ENOMEM;
+#undef GROW
+        a->allocated = n;
+        return 0;
+}
+
+/* The planner's input for each group whose information is valid, in a->pg (and a->keys); returns how many. */
+static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
+        Planning *a = m->planning;
+        size_t k = 0;
+
+        /* sg and m->groups are both sorted by path and hold the same groups. */
+        for (size_t i = 0; i < n; i++) {
+                ManagedGroup *g = &m->groups[i];
+                PolicyGroup *p = &a->pg[k];
+                uint64_t rt;
+
+                if (!g->info_valid)
+                        continue; /* its cpuset is unreadable: nothing sensible to do this round */
+                *p = (PolicyGroup){
+                        .path = g->path,
+                        .util = (double) sg[i].v.util_avg,
+                        .runnable = (double) sg[i].v.runnable_avg,
+                        .load = (double) sg[i].v.load_avg,
+                        .nr_threads = g->nr_threads,
+                        .max_task_util = m->task_tracking ? g->max_task_util : -1,
+                        .avg_slice_usec = g->avg_slice_usec,
+                        .shares = sg[i].shares,
+                        .cpus = g->cpus,
+                        .allowed = g->allowed,
+                        .has_allowed = g->has_allowed,
+                        .mems = g->mems,
+                        .has_mems = g->has_mems,
+                        .pinned_narrower = g->pinned_narrower,
+                        .config = config_find_group(m->config, g->path),
+                };
+                a->keys[k] = (PlanKey){
+                        .util = p->util, .runnable = p->runnable, .load = p->load, .max_task_util = p->max_task_util,
+                        .avg_slice_usec = p->avg_slice_usec, .shares = p->shares, .config = p->config,
+                        .nr_threads = p->nr_threads, .info_gen = g->info_gen, .pinned_narrower = p->pinned_narrower,
+                };
+                /* SetGroupShares wins over Shares=; taken back with no Shares=, the original goes back once. */
+                rt = manager_runtime_shares(m, g->path);
+                if (rt == 0 && g->shares_put_back > 0 && p->config && p->config->shares > 0)
+                        g->shares_put_back = 0;
+                if (rt > 0 || g->shares_put_back > 0) {
+                        a->override[k] = p->config ? *p->config : (GroupConfig) GROUP_CONFIG_UNSET;
+                        a->override[k].shares = rt > 0 ? rt : g->shares_put_back;
+                        a->keys[k].override_shares = a->override[k].shares;
+                        p->config = &a->override[k];
+                }
+                a->owner[k] = g;
+                k++;
+        }
+        return k;
+}
+
+/* Whether the planner's inputs are those of the last round: every group's, and the settings. */
+static bool same_inputs(const Manager *m, size_t k, size_t n) {
+        const Planning *a = m->planning;
+
+        if (k != n || a->groups != m->groups || a->n != n || a->policy != m->policy ||
+            a->energy_model != m->energy_model || a->config != m->config)
+                return false;
+        for (size_t i = 0; i < k; i++)
+                if (!plan_key_equal(&a->keys[i], &a->keys_prev[i]))
+                        return false;
+        return true;
+}
+
+/*
+ * Plans the k groups of a->pg into a->res, or (returns 0) finds that the last plan stands: its
+ * inputs are the same and the plan was at rest. Returns 1 when the planner ran.
+ */
+static int plan(Manager *m, size_t k, size_t n) {
+        Planning *a = m->planning;
+        PolicyHistory *hist = a->hist;
+        bool same = same_inputs(m, k, n);
+        int r;
+
+        if (same && a->at_rest)
+                return 0;
+
+        /* Every group planned (the usual round): their histories as they are, else those planned, copied. */
+        if (k == n)
+                hist = m->histories;
+        else
+                for (size_t i = 0; i < k; i++)
+                        hist[i] = m->histories[a->owner[i] - m->groups];
+        SWAP(a->res, a->res_prev);
+        r = policy_plan(m->topology, a->pg, k, &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model },
+                        hist, now_usec(CLOCK_MONOTONIC), a->res);
+        if (r < 0) {
+                a->at_rest = false;
+                return r;
+        }
+        if (k != n)
+                for (size_t i = 0; i < k; i++)
+                        m->histories[a->owner[i] - m->groups] = hist[i];
+
+        /* At rest: the same inputs as the last round, the same plan, and every history at rest. */
+        a->at_rest = same;
+        for (size_t i = 0; i < k && a->at_rest; i++)
+                a->at_rest = !a->res[i].learning && plan_result_equal(&a->res[i], &a->res_prev[i]) &&
+                             policy_history_at_rest(&hist[i], &a->pg[i]);
+        SWAP(a->keys, a->keys_prev);
+        a->groups = m->groups;
+        a->n = k == n ? n : 0; /* keys and res line up with the groups only when every group was planned */
+        a->policy = m->policy;
+        a->energy_model = m->energy_model;
+        a->config = m->config;
+        return 1;
+}
+
+static int plan_and_apply(Manager *m, bool task_round) {
+        Planning *a;
+        SampledGroup *sg = NULL;
+        size_t n = sampling_groups(m->sampling, &sg), k, n_apply = 0;
+        int r;
+
+        if (!sg)
+                return -ENOMEM; /* not "no groups": the managed list stays as it is */
+        r = manager_sync_groups(m, sg, n);
+        if (r < 0)
+                return r;
+        manager_read_groups(m, task_round);
+        if (task_round && m->task_tracking)
+                manager_collect_threads(m);
+
+        r = planning_reserve(m, MAX(n, 1u));
+        if (r < 0)
+                return r;
+        a = m->planning;
+        k = plan_inputs(m, sg, n);
+        if (k == 0)
+                return 0;
+        r = plan(m, k, n);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < k; i++) {
+                ManagedGroup *g = a->owner[i];
+                const PolicyResult *res = &a->res[i];
+
+                /* A plan that stands changes nothing of what the groups say, and says nothing new. */
+                if (r > 0) {
+                        g->planned = true;
+                        g->util = a->pg[i].util;
+                        g->runnable = a->pg[i].runnable;
+                        g->load = a->pg[i].load;
+                        g->shares = res->shares;
+                        g->placed_policy = res->policy;
+                        memcpy(g->reason, res->reason, sizeof g->reason);
+                        if (g->shares_put_back > 0 && res->shares == a->pg[i].shares)
+                                g->shares_put_back = 0; /* back where it was */
+                        if (!res->managed) {
+                                /* Its first second ("learning its load") changes every round and says nothing new. */
+                                if (res->learning)
+                                        log_debug("%s: %s", g->path, res->reason);
+                                else if (!g->last_intent || !streq(g->last_intent, res->reason)) {
+                                        log_info("Leaving %s alone: %s", g->path, res->reason);
+                                        free(g->last_intent);
+                                        g->last_intent = strdup(res->reason);
+                                }
+                        }
+                }
+                if (!res->managed)
+                        continue;
+                /* The placed ones are applied together, with one save of the state file. */
+                a->apply_groups[n_apply] = g;
+                a->apply_res[n_apply] = res;
+                a->apply_shares[n_apply++] = a->pg[i].shares;
+        }
+        manager_apply_groups(m, a->apply_groups, a->apply_res, a->apply_shares, n_apply);
+        return 0;
+}
+
+/*
+ * A round that cannot sample because CgroupRoot= is not there (yet, or any more) is complete: there
+ * is nothing to manage. Said once, and again when it is back; the daemon keeps what it recorded.
+ * Other sampling errors fail the round (note_round()). Returns 1 when the round has nothing to do.
+ */
+static int note_sample_error(Manager *m, int r) {
+        if (r == -ENOENT) {
+                if (m->sample_error != r)
+                        log_warning("CgroupRoot=%s is not there; managing nothing until it is.", m->config->cgroup_root);
+                m->sample_error = r;
+                return 1;
+        }
+        if (r >= 0 && m->sample_error < 0)
+                log_info("CgroupRoot=%s is there again.", m->config->cgroup_root);
+        if (r >= 0)
+                m->sample_error = 0;
+        return r;
+}
+
+/*
+ * Rounds never stop on an error: a failed round (out of memory, a hierarchy unreadable) is logged
+ * once per episode, the next one runs, and when one completes again the episode ends with a
+ * count. The watchdog is fed only by completed rounds, so systemd restarts a daemon whose rounds
+ * keep failing or have stopped.
+ */
+static void note_round(Manager *m, int r) {
+        if (r < 0) {
+                if (m->n_failed_rounds++ == 0) {
+                        log_warning_errno(r, "A round failed, retrying every round: %m");
+                        manager_notify_status(m);
+                }
+                return;
+        }
+        if (m->n_failed_rounds > 0) {
+                log_info("Rounds complete again, after %u failed.", m->n_failed_rounds);
+                m->n_failed_rounds = 0;
+                manager_notify_status(m);
+        }
+        if (m->watchdog_usec > 0) {
+                usec_t now = now_usec(CLOCK_MONOTONIC);
+
+                if (now - m->last_watchdog_usec >= m->watchdog_usec / 2) {
+                        (void) sd_notify(false, "WATCHDOG=1");
+                        m->last_watchdog_usec = now;
+                }
+        }
+}
+
+static int manager_round(Manager *m, bool task_round) {
+        int r;
+
+        m->n_rounds++;
+        manager_metrics_round(m, task_round);
+
+        /* The cheap fallback for lost hotplug events. */
+        if (topology_online_changed(m->topology, m->sysfs) > 0)
+                (void) refresh_topology(m);
+
+        /* CgroupRoot made (again) since the last task round: its new directory is locked before it is managed. */
+        if (task_round && m->subtree_lock && subtree_lock_refresh(m->subtree_lock) == -EBUSY) {
+                log_error("Stopping: another peltd took CgroupRoot=%s.", m->config->cgroup_root);
+                (void) sd_event_exit(m->event, 1);
+                return 0;
+        }
+
+        r = note_sample_error(m, manager_sample(m, task_round));
+        if (r != 0)
+                return r < 0 ? r : 0;
+        return plan_and_apply(m, task_round);
+}
+
+/*
+ * Arms a round timer for `next`. A round that overran its interval (next is past) starts the next
+ * one an interval from now: no burst of catch-up rounds; STATUS says rounds are late while they are.
+ */
+static int rearm(Manager *m, sd_event_source *s, usec_t next, usec_t interval) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        if (next <= now) {
+                if (m->n_late_rounds++ == 0) {
+                        log_notice("A round took longer than its interval (%" PRIu64 " ms); the next starts an interval later.",
+                                   interval / USEC_PER_MSEC);
+                        m->late_timer = s;
+                        manager_notify_status(m);
+                }
+                next = now + interval;
+        } else if (s == m->late_timer && m->n_late_rounds > 0) {
+                log_info("Rounds on time again, after %u late.", m->n_late_rounds);
+                m->n_late_rounds = 0;
+                manager_notify_status(m);
+        }
+        r = sd_event_source_set_time(s, next);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+        return r;
+}
+
+/* A timer that could not be re-armed is re-armed by the other one's next round (or never: then the watchdog). */
+static void rearm_stopped(Manager *m, sd_event_source *s, usec_t interval) {
+        int enabled = SD_EVENT_OFF;
+
+        if (sd_event_source_get_enabled(s, &enabled) >= 0 && enabled != SD_EVENT_OFF)
+                return;
+        if (rearm(m, s, now_usec(CLOCK_MONOTONIC) + interval, interval) >= 0) {
+                log_info("A round timer is armed again.");
+                m->rearm_failed = false;
+        }
+}
+
+/* Never returns an error: that would turn the timer off for good. */
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        Manager *m = userdata;
+        bool task_round = s == m->task_timer;
+        usec_t interval = task_round ? m->config->task_sample_interval_usec : m->config->sample_interval_usec;
+        sd_event_source *other = task_round ? m->group_timer : m->task_timer;
+        usec_t other_interval = task_round ? m->config->sample_interval_usec : m->config->task_sample_interval_usec;
+        bool skip = false;
+        int r;
+
+        if (m->rearm_failed)
+                rearm_stopped(m, other, other_interval);
+
+        /* Task rounds include a group round: skip the group round that falls in the same interval. */
+        if (!task_round) {
+                uint64_t next_task;
+                int enabled = SD_EVENT_OFF;
+
+                skip = sd_event_source_get_enabled(m->task_timer, &enabled) >= 0 && enabled != SD_EVENT_OFF &&
+                       sd_event_source_get_time(m->task_timer, &next_task) >= 0 && next_task <= usec + interval / 2;
+        }
+        if (!skip)
+                note_round(m, manager_round(m, task_round));
+
+        /* The next one a whole interval after this one was due: no drift. */
+        r = rearm(m, s, usec + interval, interval);
+        if (r < 0 && !m->rearm_failed) {
+                log_error_errno(r, "Failed to re-arm a round timer (%m); the other one retries.");
+                m->rearm_failed = true;
+        }
+        return 0;
+}
+
+static int on_hotplug(_unused_ sd_event_source *s, int fd, _unused_ uint32_t revents, void *userdata) {
+        Manager *m = userdata;
+        int r = hotplug_drain(fd);
+
+        if (r < 0) {
+                log_warning_errno(r, "Failed to read CPU hotplug events: %m");
+                return 0;
+        }
+        if (r > 0 && refresh_topology(m) > 0)
+                /* Leave offline CPUs (and take back online ones) now, not at the next round. */
+                note_round(m, manager_round(m, false));
+        return 0;
+}
+
+static int arm_timers(Manager *m) {
+        usec_t now;
+        int r;
+
+        r = sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+        if (r < 0)
+                return r;
+        r = sd_event_source_set_time(m->group_timer, now + m->config->sample_interval_usec);
+        if (r >= 0)
+                r = sd_event_source_set_enabled(m->group_timer, SD_EVENT_ONESHOT);
+        if (r >= 0)
+                r = sd_event_source_set_time(m->task_timer, now + m->config->task_sample_interval_usec);
+        if (r >= 0)
+                /* Task rounds walk the groups (new ones, ones made again) whether threads are tracked or not. */
+                r = sd_event_source_set_enabled(m->task_timer, SD_EVENT_ONESHOT);
+        return r;
+}
+
+/* ---- Signals ---------------------------------------------------------------------------------- */
+
+static int on_sigterm(sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values.");
+        log_info("Received %s, restoring and exiting.", sd_event_source_get_signal(s) == SIGINT ? "SIGINT" : "SIGTERM");
+        return sd_event_exit(m->event, 0);
+}
+
+int manager_reload(Manager *m, char **ret_message) {
+        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
+        _cleanup_config_ Config *c = NULL;
+        bool dry_run;
+        Config *old;
+        int r;
+
+#define FAIL(r, ...)                                                                    \
+        ({                                                                              \
+                if (ret_message && asprintf(ret_message, __VA_ARGS__) < 0)              \
+                        *ret_message = NULL;                                            \
+                log_error("Reloading the configuration failed; keeping the old settings."); \
+                r;                                                                      \
+        })
+
+        if (ret_message)
+                *ret_message = NULL;
+        log_forget_last_error();
+        r = config_load_from(m->args.config_file, m->args.config_dir, &c);
+        if (r < 0)
+                /* Logged with FILE:LINE: the reply says the same. */
+                return FAIL(r, "%s", log_last_error() ?: "The configuration could not be read.");
+        if (!streq(c->state_file, m->config->state_file)) {
+                char *keep = strdup(m->config->state_file);
+
+                if (!keep)
+                        return FAIL(log_oom(), "Out of memory.");
+                log_warning("StateFile= cannot change while running; keeping %s.", m->config->state_file);
+                free(c->state_file);
+                c->state_file = keep;
+        }
+
+        if (c->sampling_backend != m->config->sampling_backend)
+                log_warning("SamplingBackend= is read at start; the change takes effect when peltd restarts.");
+
+        if (m->subtree_lock && !streq(c->cgroup_root, m->config->cgroup_root) &&
+            (r = subtree_lock_set_root(m->subtree_lock, c->cgroup_root)) < 0)
+                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.", c->cgroup_root,
+                            log_last_error() ?: "see the log", m->config->cgroup_root);
+        /* Leaving a dry run: the subtree is locked first, as at start (a dry run writes nothing: it locks nothing). */
+        dry_run = m->args.dry_run || c->dry_run;
+        if (!dry_run && !m->subtree_lock && (r = subtree_lock(m->fs, c->cgroup_root, &lock)) < 0)
+                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping the dry run.", c->cgroup_root,
+                            log_last_error() ?: "see the log");
+#undef FAIL
+
+        if (lock)
+                m->subtree_lock = TAKE_PTR(lock);
+        else if (dry_run && !m->dry_run) {
+                /* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
+                (void) manager_restore_all(m, "a dry run from now on");
+                m->subtree_lock = subtree_lock_free(m->subtree_lock);
+                for (size_t i = 0; i < m->n_groups; i++)
+                        m->groups[i].info_valid = false; /* their cpusets are the originals again: read them */
+        }
+
+        old = m->config;
+        m->config = TAKE_PTR(c);
+        sampling_set_config(m->sampling, m->config);
+        /*
+         * A group whose Shares= went away gets its own value back, as after SetGroupShares(path, 0):
+         * peltd writes shares only where they are set. Runtime shares still win.
+         */
+        for (size_t i = 0; i < m->n_groups; i++) {
+                ManagedGroup *g = &m->groups[i];
+                const GroupConfig *was = config_find_group(old, g->path), *now = config_find_group(m->config, g->path);
+
+                if (was && was->shares > 0 && (!now || now->shares == 0) && manager_runtime_shares(m, g->path) == 0)
+                        g->shares_put_back = manager_original_shares(m, g);
+        }
+        config_free(old);
+
+        manager_settings_changed(m);
+        for (size_t i = 0; i < m->n_groups; i++)
+                m->groups[i].target_known = false; /* Backend= may have changed */
+        r = arm_timers(m);
+        if (r < 0) {
+                /* The timers keep their old times where they have one; one that stopped is retried. */
+                log_error_errno(r, "Failed to re-arm the timers: %m");
+                m->rearm_failed = true;
+        }
+        log_info("Configuration reloaded: policy %s, groups every %" PRIu64 " ms, threads %s.",
+                 policy_to_string(m->policy), m->config->sample_interval_usec / USEC_PER_MSEC,
+                 m->task_tracking ? "tracked" : "not tracked");
+        return 0;
+}
+
+static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
+        Manager *m = userdata;
+
+        (void) sd_notify(false, "RELOADING=1");
+        (void) manager_reload(m, NULL);
+        (void) sd_notify(false, "READY=1");
+        manager_notify_status(m);
+        return 0;
+}
+
+/* ---- Setup ------------------------------------------------------------------------------------ */
+
+int manager_new(const Args *args, Manager **ret) {
+        _cleanup_manager_ Manager *m = NULL;
+        BpfSampler *bpf = NULL;
+        int r, fd;
+
+        /*
+         * Signals wait until the loop is up: a SIGTERM while a crash restore or the first sample
+         * runs is handled by the loop (restore, exit 0), not by the default action. main() blocks
+         * them first of all; this is for callers that come another way.
+         */
+        {
+                sigset_t ss;
+
+                sigemptyset(&ss);
+                sigaddset(&ss, SIGTERM);
+                sigaddset(&ss, SIGINT);
+                sigaddset(&ss, SIGHUP);
+                if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
+                        return log_error_errno(errno, "Failed to block signals: %m");
+        }
+
+        m = new0(Manager, 1);
+        if (!m)
+                return log_oom();
+        m->args = *args;
+        m->lock_fd = -1;
+        m->runtime_policy = POLICY_INVALID;
+
+        r = config_load_from(args->config_file, args->config_dir, &m->config);
+        if (r < 0)
+                return r; /* logged, with FILE:LINE */
+
+        r = rootdir_open("/", &m->sysfs);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open /: %m");
+        r = rootdir_open("/proc", &m->proc);
+        if (r < 0)
+                return log_error_errno(r, "Failed to open /proc: %m");
+        r = topology_load(m->sysfs, &m->topology);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the CPU topology: %m");
+        apply_settings(m); /* thread tracking asks the topology */
+        m->capacity = new0(unsigned, CPUMASK_MAX);
+        if (!m->capacity)
+                return log_oom();
+        update_capacities(m);
+        r = energy_model_load(m->sysfs, &m->energy_model);
+        if (r < 0)
+                log_debug_errno(r, "No kernel Energy Model (%m); using the built-in model.");
+
+        r = cgroup_fs_open_system(&m->fs);
+        if (r < 0)
+                return log_error_errno(r, "Failed to find the cgroup hierarchies: %m");
+        m->access = (CgroupAccess){ .fs = m->fs };
+        m->io = cgroup_io_real(&m->access);
+
+        r = state_open(m->config->state_file, true, &m->lock_fd, &m->originals);
+        if (r < 0)
+                return r;
+        /* One daemon per subtree, whatever its StateFile= (a dry run writes nothing: it locks nothing). */
+        if (!m->dry_run) {
+                r = subtree_lock(m->fs, m->config->cgroup_root, &m->subtree_lock);
+                if (r < 0)
+                        return r; /* logged */
+        }
+
+        /* A state file at start: the last run did not finish. Put everything back, then start afresh. */
+        if (m->originals->n_entries > 0) {
+                log_notice("%s exists: the last run did not stop cleanly.", m->config->state_file);
+                r = manager_restore_all(m, "after an unclean stop");
+                if (r < 0)
+                        return r;
+        }
+
+        r = sampling_open_backend(m->sysfs, m->fs->mode, m->config->sampling_backend, "SamplingBackend=", &bpf);
+        if (r < 0)
+                return r; /* logged */
+        r = sampling_new(m->proc, m->fs, m->config,
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = m->capacity,
+                                             .n_capacity = capacity_entries(m), .bpf = bpf },
+                         &m->sampling);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up sampling: %m");
+        sampling_set_task_tracking(m->sampling, m->task_tracking);
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                return log_error_errno(r, "Failed to create the event loop: %m");
+        r = sd_event_add_signal(m->event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, on_sigterm, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, on_sigterm, m);
+        if (r >= 0)
+                r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to watch signals: %m");
+
+        /* Accuracy 1 µs: the default 250 ms would smear a 100 ms period. */
+        r = sd_event_add_time(m->event, &m->group_timer, CLOCK_MONOTONIC, 0, 1, on_timer, m);
+        if (r >= 0)
+                r = sd_event_add_time(m->event, &m->task_timer, CLOCK_MONOTONIC, 0, 1, on_timer, m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the timers: %m");
+        (void) sd_event_source_set_description(m->group_timer, "group-round");
+        (void) sd_event_source_set_description(m->task_timer, "task-round");
+        r = manager_metrics_start(m);
+        if (r < 0)
+                return r;
+        r = arm_timers(m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to arm the timers: %m");
+
+        fd = hotplug_open();
+        if (fd < 0)
+                log_warning_errno(fd, "Failed to watch CPU hotplug events (%m); checking cpu/online every round instead.");
+        else {
+                r = sd_event_add_io(m->event, &m->hotplug_source, fd, EPOLLIN, on_hotplug, m);
+                if (r < 0) {
+                        close(fd);
+                        return log_error_errno(r, "Failed to watch CPU hotplug events: %m");
+                }
+                (void) sd_event_source_set_io_fd_own(m->hotplug_source, true);
+                (void) sd_event_source_set_description(m->hotplug_source, "hotplug");
+        }
+
+        /* WATCHDOG_USEC (for this pid): WATCHDOG=1 from completed rounds (note_round()), not from the loop. */
+        r = sd_watchdog_enabled(false, &m->watchdog_usec);
+        if (r < 0)
+                log_warning_errno(r, "Ignoring WATCHDOG_USEC: %m");
+        if (r <= 0)
+                m->watchdog_usec = 0;
+
+        /* The baseline sample: the first rounds need something to take differences from. */
+        (void) note_sample_error(m, manager_sample(m, true));
+
+        /* org.peltd1 is owned (or given up on, said) before READY=1. */
+        manager_bus_start(m);
+
+        *ret = TAKE_PTR(m);
+        return 0;
+}
+
+int manager_run(Manager *m) {
+        char b[128];
+        int r, exit_code = 0;
+
+        log_info("peltd running: policy %s%s, %s, cgroup %s, online CPUs %s, groups every %" PRIu64 " ms, threads %s.",
+                 policy_to_string(m->policy), m->dry_run ? " (dry run)" : "", m->config->cgroup_root,
+                 cgroup_mode_to_string(m->fs->mode), fmt_cpus(&m->topology->online, b, sizeof b),
+                 m->config->sample_interval_usec / USEC_PER_MSEC, m->task_tracking ? "tracked" : "not tracked");
+        (void) sd_notify(false, "READY=1");
+        manager_notify_status(m);
+
+        r = sd_event_loop(m->event);
+        if (r < 0) {
+                log_error_errno(r, "Event loop failed: %m");
+                exit_code = 1;
+        } else
+                exit_code = r; /* sd_event_exit()'s code: 0, or 1 when another daemon took the subtree */
+        manager_metrics_stop(m);
+
+        /* Put everything back, whatever stopped us. */
+        r = manager_restore_all(m, "stopping");
+        if (r != 0)
+                exit_code = 1;
+        return exit_code;
+}
