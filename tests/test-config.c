@@ -469,6 +469,84 @@ static void test_config_dir(_unused_ void **state) {
         assert_int_equal(config_load_from(NULL, a, &c), -ENOTDIR);
 }
 
+/* "#" after a value is no comment for inih: refused, naming FILE:LINE and what to write instead. */
+static void test_hash_after_value(_unused_ void **state) {
+        _cleanup_free_ char *log = NULL;
+        Config *c = NULL;
+        int r;
+
+        expect_error("[Daemon]\nPolicy=power   # the default is balanced\n",
+                     "peltd.conf:2: Policy=power   # the default is balanced: \"#\" starts a comment only at the start of a line; after a value, use \";\"");
+        expect_error("[Daemon]\nCgroupRoot=/x\t# the subtree\n", ":2: CgroupRoot=/x\t# the subtree: \"#\" starts a comment");
+        expect_error("[Daemon]\nGroups=/a\n  /b # more\n", ":3: Groups=/b # more: \"#\" starts a comment");
+
+        /* A "#" inside a word, a ";" comment and a "#" line are fine. */
+        log = load_capture("# a comment line\n[Daemon]\nCgroupRoot=/x#1   ; the subtree\n", &r, &c);
+        if (r < 0)
+                fail_msg("%s", log);
+        assert_string_equal(c->cgroup_root, "/x#1");
+        config_free(c);
+}
+
+/* An empty Groups= is the default (the direct children of CgroupRoot), also after a list. */
+static void test_empty_groups(_unused_ void **state) {
+        _cleanup_free_ char *log = NULL;
+        Config *c = NULL;
+        int r;
+
+        log = load_capture("[Daemon]\nGroups=   ; the direct children\n", &r, &c);
+        if (r < 0)
+                fail_msg("%s", log);
+        assert_null(c->groups);
+        assert_true(config_selects_group(c, "/a"));
+        config_free(c);
+
+        free(log);
+        log = load_capture("[Daemon]\nGroups=/a/*\nGroups=\n", &r, &c);
+        if (r < 0)
+                fail_msg("%s", log);
+        assert_null(c->groups);
+        config_free(c);
+}
+
+/* CgroupRoot= is a cgroup path; a mount point's path gets an error that says what to write. */
+static void test_cgroup_root_is_a_cgroup_path(_unused_ void **state) {
+        expect_error("[Daemon]\nCgroupRoot=/sys/fs/cgroup/cpuset/batch\n",
+                     ":2: CgroupRoot=/sys/fs/cgroup/cpuset/batch: CgroupRoot= is a cgroup path as in /proc/PID/cgroup");
+        expect_error("[Daemon]\nCgroupRoot=//sys/fs/cgroup\n", ":2: CgroupRoot=//sys/fs/cgroup: CgroupRoot= is a cgroup path");
+}
+
+/* A Groups= glob outside CgroupRoot is named with the line it came from. */
+static void test_groups_error_line(_unused_ void **state) {
+        expect_error("[Daemon]\nCgroupRoot=/x\nGroups=/x/a\n  /y/b\n", "peltd.conf:4: Groups=/y/b does not lie below CgroupRoot=/x.");
+        expect_error("[Daemon]\nGroups=/y/*\n[Daemon]\nCgroupRoot=/x\n", "peltd.conf:2: Groups=/y/* does not lie below CgroupRoot=/x.");
+}
+
+/* MetricsFile= may be neither the state file nor its lock, whatever the spelling. */
+static void test_files_kept_apart(_unused_ void **state) {
+        expect_error("[Daemon]\nStateFile=/run/p/s\nMetricsFile=/run/p//s\n",
+                     "MetricsFile=/run/p//s and StateFile=/run/p/s name the same file");
+        expect_error("[Daemon]\nStateFile=/run/p/s\nMetricsFile=/run/p/s.lock\n",
+                     "MetricsFile=/run/p/s.lock is the lock of StateFile=/run/p/s");
+}
+
+/* --config-dir is a literal path: glob characters in it are part of its name. */
+static void test_config_dir_literal(_unused_ void **state) {
+        _cleanup_config_ Config *c = NULL;
+        _cleanup_free_ char *dir = NULL, *dropins = NULL, *a = NULL, *other = NULL;
+
+        assert_true(asprintf(&dir, "%s/conf[1]", tmpdir) > 0);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        assert_true(asprintf(&dropins, "%s/peltd.conf.d", dir) > 0);
+        assert_int_equal(mkdir(dropins, 0755), 0);
+        a = write_file("conf[1]/peltd.conf.d/50-canary.conf", "[Daemon]\nDryRun=yes\n");
+        /* "conf1" would match the pattern conf[1]: it must not be read. */
+        assert_true(asprintf(&other, "%s/conf1", tmpdir) > 0);
+        assert_int_equal(mkdir(other, 0755), 0);
+        assert_int_equal(config_load_from(NULL, dir, &c), 0);
+        assert_true(c->dry_run);
+}
+
 static int setup(_unused_ void **state) {
         return test_mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -496,6 +574,12 @@ int main(void) {
                 cmocka_unit_test(test_policy_names),
                 cmocka_unit_test(test_untrusted_config_files),
                 cmocka_unit_test(test_config_dir),
+                cmocka_unit_test(test_hash_after_value),
+                cmocka_unit_test(test_empty_groups),
+                cmocka_unit_test(test_cgroup_root_is_a_cgroup_path),
+                cmocka_unit_test(test_groups_error_line),
+                cmocka_unit_test(test_files_kept_apart),
+                cmocka_unit_test(test_config_dir_literal),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -6,6 +6,7 @@ set -uo pipefail
 
 PELTD=$1
 FIXTURES=$2
+README=$3
 TMP=$(mktemp -d /tmp/peltd-test-plan-XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 trap 'exit 1' INT TERM HUP
@@ -137,6 +138,13 @@ expect_error 3 "Syntax error" $'[Group /a]\nUtil=1\nnot a key\n'
 plan "$TMP/missing.ini" --sysfs-root "$FIXTURES/x86-2s-smt"
 check "missing file: exit 1" test "$rc" -eq 1
 check "missing file: named" grep -qF "$TMP/missing.ini" <<<"$err"
+# The README's configuration block is valid as written.
+awk '/^## Configuration/ { section = 1 } section && /^```ini$/ { inblock = 1; next }
+     inblock && /^```$/ { exit } inblock { print }' "$README" >"$TMP/readme.conf"
+check "the README has a configuration block" grep -q '^\[Daemon\]' "$TMP/readme.conf"
+plan "$TMP/groups.ini" --sysfs-root "$FIXTURES/x86-2s-smt" --config "$TMP/readme.conf"
+check "the README's configuration block: exit 0 ($err)" test "$rc" -eq 0
+
 # A root without a topology: exit 1.
 plan "$TMP/groups.ini" --sysfs-root "$TMP/nowhere"
 check "bad --sysfs-root: exit 1" test "$rc" -eq 1

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <fnmatch.h>
-#include <glob.h>
+#include <dirent.h>
 #include <stddef.h>
 #include <sys/stat.h>
 
@@ -63,19 +63,51 @@ static int parse_metrics_file(const IniPos *pos, const char *value, const IniKey
         return ini_parse_abs_path(pos, value, key, data);
 }
 
-/* Groups= appends within one file (repeated keys, continuation lines); a later file replaces it. */
+/*
+ * Groups= appends within one file (repeated keys, continuation lines); a later file replaces it. An
+ * empty Groups= means the default: the direct children of CgroupRoot.
+ */
 static int parse_groups(const IniPos *pos, const char *value, const IniKey *key, void *data) {
         Config *c = (Config *) ((uint8_t *) data - offsetof(Config, groups));
+        size_t before, after;
+        unsigned *lines;
+        int r;
 
-        if (!c->groups_file || !streq(c->groups_file, pos->file)) {
+        if (!c->groups_file || !streq(c->groups_file, pos->file) || isempty(value)) {
                 free(c->groups_file);
                 c->groups_file = strdup(pos->file);
                 if (!c->groups_file)
                         return log_oom();
                 strv_free(c->groups);
                 c->groups = NULL;
+                if (isempty(value))
+                        return 0;
         }
-        return ini_parse_globs(pos, value, key, data);
+        before = strv_length(c->groups);
+        r = ini_parse_globs(pos, value, key, data);
+        if (r < 0)
+                return r;
+        after = strv_length(c->groups);
+        lines = reallocarray(c->groups_lines, MAX(after, 1u), sizeof(unsigned));
+        if (!lines)
+                return log_oom();
+        c->groups_lines = lines;
+        for (size_t i = before; i < after; i++)
+                lines[i] = pos->line;
+        return 0;
+}
+
+/* CgroupRoot=: a cgroup path as /proc/PID/cgroup shows it, not where a hierarchy is mounted. */
+static int parse_cgroup_root(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        _cleanup_free_ char *norm = NULL;
+        const char *rest;
+
+        if (cgroup_path_normalize(value, &norm) >= 0 && (rest = startswith(norm, "/sys/fs/cgroup")) &&
+            (*rest == '\0' || *rest == '/'))
+                return ini_error(pos, value,
+                                 "CgroupRoot= is a cgroup path as in /proc/PID/cgroup (for /sys/fs/cgroup/cpuset/batch, "
+                                 "write /batch), not a file system path.");
+        return ini_parse_cgroup_path(pos, value, key, data);
 }
 
 int config_parse_allowed_cpus(const IniPos *pos, const char *value, const IniKey *key, void *data) {
@@ -134,8 +166,8 @@ static const IniKey config_keys[] = {
         { "Daemon", "SampleIntervalMSec", ini_parse_msec, offsetof(Config, sample_interval_usec), 10, 60000 },
         { "Daemon", "TaskSampleIntervalMSec", ini_parse_msec, offsetof(Config, task_sample_interval_usec), 10, 600000 },
         { "Daemon", "TaskTracking", parse_task_tracking, offsetof(Config, task_tracking) },
-        { "Daemon", "CgroupRoot", ini_parse_cgroup_path, offsetof(Config, cgroup_root) },
-        { "Daemon", "Groups", parse_groups, offsetof(Config, groups), .multiline = true },
+        { "Daemon", "CgroupRoot", parse_cgroup_root, offsetof(Config, cgroup_root) },
+        { "Daemon", "Groups", parse_groups, offsetof(Config, groups), .multiline = true, .empty_ok = true },
         { "Daemon", "StateFile", ini_parse_abs_path, offsetof(Config, state_file) },
         { "Daemon", "DryRun", ini_parse_bool, offsetof(Config, dry_run) },
         { "Daemon", "Backend", parse_backend, offsetof(Config, backend) },
@@ -151,6 +183,36 @@ static const IniKey config_keys[] = {
 
 static const IniSchema config_schema = { config_sections, config_keys };
 
+/* Two paths name the same file: the same text once normalised, or, where both exist, the same inode. */
+static bool same_file(const char *a, const char *b) {
+        _cleanup_free_ char *na = NULL, *nb = NULL;
+        struct stat sa, sb;
+
+        if (cgroup_path_normalize(a, &na) >= 0 && cgroup_path_normalize(b, &nb) >= 0 && streq(na, nb))
+                return true;
+        return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+/*
+ * The metrics file is replaced every round, and the state file and its lock are what keeps a
+ * second daemon off the same records: none may be another.
+ */
+static int verify_files(const Config *c) {
+        _cleanup_free_ char *lock = NULL;
+
+        if (!c->metrics_file)
+                return 0;
+        if (same_file(c->metrics_file, c->state_file))
+                return log_error_errno(EINVAL, "MetricsFile=%s and StateFile=%s name the same file; give each its own.",
+                                       c->metrics_file, c->state_file);
+        if (asprintf(&lock, "%s.lock", c->state_file) < 0)
+                return log_oom();
+        if (same_file(c->metrics_file, lock))
+                return log_error_errno(EINVAL, "MetricsFile=%s is the lock of StateFile=%s (%s); give it a file of its own.",
+                                       c->metrics_file, c->state_file, lock);
+        return 0;
+}
+
 /* Checks what only the whole configuration can tell. */
 static int config_verify(const Config *c) {
         int r = 0;
@@ -162,10 +224,48 @@ static int config_verify(const Config *c) {
                         r = log_error_errno(EINVAL, "%s:%u: [Group %s] is not below CgroupRoot=%s.", g->source_file,
                                             g->source_line, g->path, c->cgroup_root);
         }
-        for (char **p = c->groups; p && *p; p++)
-                if (!cgroup_path_under(*p, c->cgroup_root) || streq(*p, c->cgroup_root))
-                        r = log_error_errno(EINVAL, "%s: Groups=%s does not lie below CgroupRoot=%s.",
-                                            strna(c->groups_file), *p, c->cgroup_root);
+        for (size_t i = 0; c->groups && c->groups[i]; i++)
+                if (!cgroup_path_under(c->groups[i], c->cgroup_root) || streq(c->groups[i], c->cgroup_root))
+                        r = log_error_errno(EINVAL, "%s:%u: Groups=%s does not lie below CgroupRoot=%s.",
+                                            strna(c->groups_file), c->groups_lines ? c->groups_lines[i] : 0,
+                                            c->groups[i], c->cgroup_root);
+        if (r >= 0)
+                r = verify_files(c);
+        return r;
+}
+
+static int is_conf_name(const struct dirent *d) {
+        size_t n = strlen(d->d_name);
+
+        return d->d_name[0] != '.' && n > strlen(".conf") && streq(d->d_name + n - strlen(".conf"), ".conf");
+}
+
+/*
+ * The drop-ins, dir/ *.conf in name order (a later file overrides key by key). The directory's
+ * name is taken literally: "conf[1]" is a name, not a pattern. A missing directory has none.
+ */
+static int load_dropins(const char *dir, Config *c) {
+        struct dirent **names = NULL;
+        int n, r = 0;
+
+        n = scandir(dir, &names, is_conf_name, alphasort);
+        if (n < 0)
+                return errno == ENOENT ? 0 : log_error_errno(errno, "Failed to read the drop-in directory %s: %m", dir);
+        for (int i = 0; i < n; i++) {
+                _cleanup_free_ char *path = NULL;
+
+                if (r >= 0) {
+                        if (asprintf(&path, "%s/%s", dir, names[i]->d_name) < 0)
+                                r = log_oom();
+                        else {
+                                int k = ini_load_trusted(path, &config_schema, c);
+                                if (k < 0 && k != -ENOENT)
+                                        r = k;
+                        }
+                }
+                free(names[i]);
+        }
+        free(names);
         return r;
 }
 
@@ -182,24 +282,9 @@ int config_load_files(const char *main_file, const char *dropin_dir, Config **re
                 return r;
 
         if (dropin_dir) {
-                _cleanup_free_ char *pattern = NULL;
-                glob_t g = {};
-
-                if (asprintf(&pattern, "%s/*.conf", dropin_dir) < 0)
-                        return log_oom();
-                /* glob() sorts by name: later files override earlier ones key by key. */
-                r = glob(pattern, 0, NULL, &g);
-                if (r == 0)
-                        for (size_t i = 0; i < g.gl_pathc; i++) {
-                                int k = ini_load_trusted(g.gl_pathv[i], &config_schema, c);
-                                if (k < 0 && k != -ENOENT) {
-                                        globfree(&g);
-                                        return k;
-                                }
-                        }
-                globfree(&g);
-                if (r == GLOB_NOSPACE)
-                        return log_oom();
+                r = load_dropins(dropin_dir, c);
+                if (r < 0)
+                        return r;
         }
 
         r = config_verify(c);
@@ -207,6 +292,8 @@ int config_load_files(const char *main_file, const char *dropin_dir, Config **re
                 return r;
         free(c->groups_file);
         c->groups_file = NULL;
+        free(c->groups_lines);
+        c->groups_lines = NULL;
         *ret = TAKE_PTR(c);
         return 0;
 }

@@ -240,6 +240,17 @@ static char *reader(char *str, int num, void *stream) {
         return str;
 }
 
+/*
+ * inih ends a value at ';' after whitespace, not at '#': "Policy=power   # comment" would keep the
+ * comment in the value, and on a path key silently name another file or group. Refused instead.
+ */
+static bool has_hash_comment(const char *value) {
+        for (const char *h = strchr(value, '#'); h; h = strchr(h + 1, '#'))
+                if (h > value && isspace((unsigned char) h[-1]))
+                        return true;
+        return false;
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value, int lineno) {
         IniState *st = user;
         IniPos pos = { .file = st->path, .line = (unsigned) lineno, .key = name };
@@ -293,6 +304,12 @@ static int handler(void *user, const char *section, const char *name, const char
         }
         if (isempty(value) && !k->empty_ok) {
                 st->error = ini_error(&pos, value, "Empty value.");
+                return 1;
+        }
+        if (has_hash_comment(value)) {
+                st->error = ini_error(&pos, value,
+                                      "\"#\" starts a comment only at the start of a line; after a value, use \";\" "
+                                      "(\"Key=value   ; comment\").");
                 return 1;
         }
         r = k->parse(&pos, value, k, (uint8_t *) st->section_data + k->offset);

@@ -47,6 +47,7 @@ Config *config_free(Config *c) {
         }
         free(c->group_configs);
         free(c->groups_file);
+        free(c->groups_lines);
         free(c);
         return NULL;
 }

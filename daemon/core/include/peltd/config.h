@@ -62,6 +62,7 @@ typedef struct Config {
         size_t n_group_configs;
 
         char *groups_file;           /* while loading: the file the current Groups= list comes from */
+        unsigned *groups_lines;      /* while loading: the line of each of groups, for messages */
 } Config;
 
 /* A Config with every default (DESIGN.md); -ENOMEM only. */
