@@ -14,6 +14,7 @@ Every strongly connected set of more than one node is a loop; each is printed wi
 
 lengths: a function runs from the line with its name to its closing brace at column 0.
 """
+import json
 import os
 import re
 import subprocess
@@ -76,23 +77,25 @@ def include_edges(src, files):
     return edges
 
 
-def objects(build):
-    """(object path, source path relative to the source root) for the objects of SCANNED."""
-    for top in SCANNED:
-        for dirpath, _, filenames in os.walk(os.path.join(build, top)):
-            for f in filenames:
-                if not f.endswith(".c.o"):
-                    continue
-                # meson: BUILD/DIR/TARGET.p/NAME.c.o for SOURCE/DIR/NAME.c
-                rel = os.path.relpath(dirpath, build)
-                if not rel.endswith(".p"):
-                    continue
-                yield os.path.join(dirpath, f), os.path.join(os.path.dirname(rel), f[: -len(".o")])
+def objects(build, src):
+    """(object path, source path relative to the source root) for the objects of SCANNED's files.
+
+    From meson's compile_commands.json: it names each object's source (meson flattens subfolders
+    into object names, cmd_main.c.o, so a path alone would not tell).
+    """
+    src = os.path.realpath(src)
+    with open(os.path.join(build, "compile_commands.json")) as fh:
+        commands = json.load(fh)
+    for c in commands:
+        source = os.path.relpath(os.path.realpath(os.path.join(c["directory"], c["file"])), src)
+        obj = os.path.join(c["directory"], c["output"])
+        if source.split(os.sep)[0] in SCANNED and source.endswith(".c") and os.path.exists(obj):
+            yield obj, source
 
 
 def call_edges(src, build):
     defines, uses = {}, {}
-    for obj, source in objects(build):
+    for obj, source in objects(build, src):
         if not os.path.exists(os.path.join(src, source)):
             continue
         out = subprocess.run(["nm", obj], capture_output=True, text=True, check=True).stdout

@@ -26,7 +26,7 @@ shift 2
 parts=("$@")
 ((${#parts[@]})) || parts=(backend unit kernel bus bpf)
 backend=$build/tests/systemd-backend
-duty=$build/daemon/duty-cycle
+duty=$build/tools/duty-cycle
 failures=0
 units=()
 
