@@ -710,37 +710,26 @@ static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd
 
 /* ---- Setup ------------------------------------------------------------------------------------ */
 
-int manager_new(const Args *args, Manager **ret) {
-        _cleanup_manager_ Manager *m = NULL;
-        BpfSampler *bpf = NULL;
-        int r, fd;
+/*
+ * Signals wait until the loop is up: a SIGTERM while a crash restore or the first sample runs is
+ * handled by the loop (restore, exit 0), not by the default action. main() blocks them first of
+ * all; this is for callers that come another way.
+ */
+static int block_signals(void) {
+        sigset_t ss;
 
-        /*
-         * Signals wait until the loop is up: a SIGTERM while a crash restore or the first sample
-         * runs is handled by the loop (restore, exit 0), not by the default action. main() blocks
-         * them first of all; this is for callers that come another way.
-         */
-        {
-                sigset_t ss;
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
+                return log_error_errno(errno, "Failed to block signals: %m");
+        return 0;
+}
 
-                sigemptyset(&ss);
-                sigaddset(&ss, SIGTERM);
-                sigaddset(&ss, SIGINT);
-                sigaddset(&ss, SIGHUP);
-                if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
-                        return log_error_errno(errno, "Failed to block signals: %m");
-        }
-
-        m = new0(Manager, 1);
-        if (!m)
-                return log_oom();
-        m->args = *args;
-        m->lock_fd = -1;
-        m->runtime_policy = POLICY_INVALID;
-
-        r = config_load_from(args->config_file, args->config_dir, &m->config);
-        if (r < 0)
-                return r; /* logged, with FILE:LINE */
+/* The machine: / and /proc, the CPU topology and its capacities, the energy model where there is one. */
+static int open_machine(Manager *m) {
+        int r;
 
         r = rootdir_open("/", &m->sysfs);
         if (r < 0)
@@ -759,6 +748,15 @@ int manager_new(const Args *args, Manager **ret) {
         r = energy_model_load(m->sysfs, &m->energy_model);
         if (r < 0)
                 log_debug_errno(r, "No kernel Energy Model (%m); using the built-in model.");
+        return 0;
+}
+
+/*
+ * The cgroup hierarchies and the state file: locked, one daemon per subtree, and what a run that
+ * did not finish left put back first.
+ */
+static int open_cgroups(Manager *m) {
+        int r;
 
         r = cgroup_fs_open_system(&m->fs);
         if (r < 0)
@@ -783,6 +781,12 @@ int manager_new(const Args *args, Manager **ret) {
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+static int open_sampling(Manager *m) {
+        BpfSampler *bpf = NULL;
+        int r;
 
         r = sampling_open_backend(m->sysfs, m->fs->mode, m->config->sampling_backend, "SamplingBackend=", &bpf);
         if (r < 0)
@@ -794,6 +798,11 @@ int manager_new(const Args *args, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up sampling: %m");
         sampling_set_task_tracking(m->sampling, m->task_tracking);
+        return 0;
+}
+
+static int add_signal_sources(Manager *m) {
+        int r;
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -805,6 +814,11 @@ int manager_new(const Args *args, Manager **ret) {
                 r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch signals: %m");
+        return 0;
+}
+
+static int add_round_timers(Manager *m) {
+        int r;
 
         /* Accuracy 1 µs: the default 250 ms would smear a 100 ms period. */
         r = sd_event_add_time(m->event, &m->group_timer, CLOCK_MONOTONIC, 0, 1, on_timer, m);
@@ -820,26 +834,70 @@ int manager_new(const Args *args, Manager **ret) {
         r = arm_timers(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the timers: %m");
+        return 0;
+}
+
+static int watch_hotplug(Manager *m) {
+        int r, fd;
 
         fd = hotplug_open();
-        if (fd < 0)
+        if (fd < 0) {
                 log_warning_errno(fd, "Failed to watch CPU hotplug events (%m); checking cpu/online every round instead.");
-        else {
-                r = sd_event_add_io(m->event, &m->hotplug_source, fd, EPOLLIN, on_hotplug, m);
-                if (r < 0) {
-                        close(fd);
-                        return log_error_errno(r, "Failed to watch CPU hotplug events: %m");
-                }
-                (void) sd_event_source_set_io_fd_own(m->hotplug_source, true);
-                (void) sd_event_source_set_description(m->hotplug_source, "hotplug");
+                return 0;
         }
+        r = sd_event_add_io(m->event, &m->hotplug_source, fd, EPOLLIN, on_hotplug, m);
+        if (r < 0) {
+                close(fd);
+                return log_error_errno(r, "Failed to watch CPU hotplug events: %m");
+        }
+        (void) sd_event_source_set_io_fd_own(m->hotplug_source, true);
+        (void) sd_event_source_set_description(m->hotplug_source, "hotplug");
+        return 0;
+}
 
-        /* WATCHDOG_USEC (for this pid): WATCHDOG=1 from completed rounds (note_round()), not from the loop. */
+/* WATCHDOG_USEC (for this pid): WATCHDOG=1 from completed rounds (note_round()), not from the loop. */
+static void read_watchdog(Manager *m) {
+        int r;
+
         r = sd_watchdog_enabled(false, &m->watchdog_usec);
         if (r < 0)
                 log_warning_errno(r, "Ignoring WATCHDOG_USEC: %m");
         if (r <= 0)
                 m->watchdog_usec = 0;
+}
+
+int manager_new(const Args *args, Manager **ret) {
+        _cleanup_manager_ Manager *m = NULL;
+        int r;
+
+        r = block_signals();
+        if (r < 0)
+                return r;
+
+        m = new0(Manager, 1);
+        if (!m)
+                return log_oom();
+        m->args = *args;
+        m->lock_fd = -1;
+        m->runtime_policy = POLICY_INVALID;
+
+        r = config_load_from(args->config_file, args->config_dir, &m->config);
+        if (r < 0)
+                return r; /* logged, with FILE:LINE */
+        r = open_machine(m);
+        if (r >= 0)
+                r = open_cgroups(m);
+        if (r >= 0)
+                r = open_sampling(m);
+        if (r >= 0)
+                r = add_signal_sources(m);
+        if (r >= 0)
+                r = add_round_timers(m);
+        if (r >= 0)
+                r = watch_hotplug(m);
+        if (r < 0)
+                return r; /* logged */
+        read_watchdog(m);
 
         /* The baseline sample: the first rounds need something to take differences from. */
         (void) note_sample_error(m, manager_sample(m, true));
