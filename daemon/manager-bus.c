@@ -33,20 +33,19 @@
 #define POLKIT_ACTION "org.peltd1.manage"
 #define POLKIT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define BUS_RETRY_USEC (2 * USEC_PER_SEC)
-#define SHARES_MIN 2
-#define SHARES_MAX 262144
 
 typedef enum BusCall {
         CALL_SET_POLICY,
         CALL_SET_GROUP_SHARES,
         CALL_RELOAD,
+        _CALL_MAX,
 } BusCall;
 
-static const char *const call_names[] = {
-        [CALL_SET_POLICY] = "SetPolicy",
-        [CALL_SET_GROUP_SHARES] = "SetGroupShares",
-        [CALL_RELOAD] = "Reload",
-};
+/* Who asks for a change, once allowed: for the log. */
+typedef struct Caller {
+        uid_t uid;
+        pid_t pid;
+} Caller;
 
 /* A change waiting for polkit's answer. */
 struct AuthQuery {
@@ -54,8 +53,7 @@ struct AuthQuery {
         sd_bus_message *call;        /* the caller's, answered when polkit has */
         sd_bus_slot *slot;           /* polkit's reply */
         BusCall kind;
-        uid_t uid;
-        pid_t pid;
+        Caller caller;
         AuthQuery *next, *prev;
 };
 
@@ -86,13 +84,6 @@ static ManagedGroup *find_group(Manager *m, const char *path) {
                         return &m->groups[i];
         }
         return NULL;
-}
-
-uint64_t manager_runtime_shares(const Manager *m, const char *path) {
-        for (size_t i = 0; i < m->n_runtime_shares; i++)
-                if (streq(m->runtime_shares[i].path, path))
-                        return m->runtime_shares[i].shares;
-        return 0;
 }
 
 /* One row of ListGroups: (path, util, runnable, load, shares, cpus, policy, reason). */
@@ -235,136 +226,119 @@ static int method_get_topology(sd_bus_message *msg, void *userdata, _unused_ sd_
 /* ---- Changes ---------------------------------------------------------------------------------- */
 
 /*
- * Checks a change's arguments (execute false), or checks them again and makes the change (execute
- * true: the caller is allowed; uid and pid for the log). Errors go into error; returns < 0 then.
+ * The change methods, one handler each: it checks the call's arguments (caller NULL), or checks
+ * them again and asks the Manager for the change (caller: the one allowed). Errors go into error;
+ * returns < 0 then.
  */
-static int run_change(Manager *m, sd_bus_message *msg, BusCall kind, bool execute, uid_t uid, pid_t pid,
-                      sd_bus_error *error) {
+typedef int (*ChangeHandler)(Manager *m, sd_bus_message *msg, const Caller *caller, sd_bus_error *error);
+
+static int change_set_policy(Manager *m, sd_bus_message *msg, const Caller *caller, sd_bus_error *error) {
+        const char *name;
+        Policy p;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
+                return r;
+        p = policy_from_string(name);
+        if (p == POLICY_INVALID) {
+                _cleanup_free_ char *alloc = NULL;
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown policy \"%s\": use power, performance or balanced.",
+                                         strna(utf8_escape(name, &alloc)));
+        }
+        if (!caller)
+                return 0;
+        log_info("SetPolicy(\"%s\") by uid %u, pid %d: policy %s -> %s from the next round.", name, (unsigned) caller->uid,
+                 (int) caller->pid, policy_to_string(m->policy), name);
+        return manager_set_policy(m, p);
+}
+
+static int change_set_group_shares(Manager *m, sd_bus_message *msg, const Caller *caller, sd_bus_error *error) {
+        const char *path;
+        uint64_t shares;
+        const ManagedGroup *g;
+        int r;
+
+        r = sd_bus_message_read(msg, "st", &path, &shares);
+        if (r < 0)
+                return r;
+        g = find_group(m, path);
+        if (!g) {
+                _cleanup_free_ char *alloc = NULL;
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
+                                         strna(utf8_escape(path, &alloc)));
+        }
+        if (shares != 0 && (shares < MANAGER_SHARES_MIN || shares > MANAGER_SHARES_MAX))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Shares %" PRIu64 " out of range: 2 to 262144 (cpu.shares), or 0 for the configured value.",
+                                         shares);
+        if (!caller)
+                return 0;
+
+        r = manager_set_group_shares(m, g->path, shares);
+        if (r < 0)
+                return r;
+        log_info("SetGroupShares(\"%s\", %" PRIu64 ") by uid %u, pid %d: %s from the next round.", g->path, shares,
+                 (unsigned) caller->uid, (int) caller->pid, shares == 0 ? "the configured shares again" : "new shares");
+        return 0;
+}
+
+static int change_reload(Manager *m, _unused_ sd_bus_message *msg, const Caller *caller, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!caller)
+                return 0;
+        log_info("Reload() by uid %u, pid %d.", (unsigned) caller->uid, (int) caller->pid);
+        r = manager_reload(m, &why);
+        if (r < 0) {
+                _cleanup_free_ char *alloc = NULL;
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The configuration was not reloaded; the old settings stay: %s",
+                                         why ? strna(utf8_escape(why, &alloc)) : "see the log.");
+        }
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        ChangeHandler handler;
+} changes[_CALL_MAX] = {
+        [CALL_SET_POLICY] = { "SetPolicy", change_set_policy },
+        [CALL_SET_GROUP_SHARES] = { "SetGroupShares", change_set_group_shares },
+        [CALL_RELOAD] = { "Reload", change_reload },
+};
+
+/* A change's arguments checked (caller NULL), or checked again and the change made. */
+static int run_change(Manager *m, sd_bus_message *msg, BusCall kind, const Caller *caller, sd_bus_error *error) {
         int r;
 
         r = sd_bus_message_rewind(msg, true);
         if (r < 0)
                 return r;
-
-        switch (kind) {
-        case CALL_SET_POLICY: {
-                const char *name;
-                Policy p;
-
-                r = sd_bus_message_read(msg, "s", &name);
-                if (r < 0)
-                        return r;
-                p = policy_from_string(name);
-                if (p == POLICY_INVALID) {
-                        _cleanup_free_ char *alloc = NULL;
-
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown policy \"%s\": use power, performance or balanced.",
-                                                 strna(utf8_escape(name, &alloc)));
-                }
-                if (!execute)
-                        return 0;
-                log_info("SetPolicy(\"%s\") by uid %u, pid %d: policy %s -> %s from the next round.", name, (unsigned) uid,
-                         (int) pid, policy_to_string(m->policy), name);
-                m->runtime_policy = p;
-                manager_settings_changed(m);
-                manager_notify_status(m);
-                return 0;
-        }
-
-        case CALL_SET_GROUP_SHARES: {
-                const char *path;
-                uint64_t shares;
-                ManagedGroup *g;
-                RuntimeShares *rs = NULL;
-
-                r = sd_bus_message_read(msg, "st", &path, &shares);
-                if (r < 0)
-                        return r;
-                g = find_group(m, path);
-                if (!g) {
-                        _cleanup_free_ char *alloc = NULL;
-
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
-                                                 strna(utf8_escape(path, &alloc)));
-                }
-                if (shares != 0 && (shares < SHARES_MIN || shares > SHARES_MAX))
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Shares %" PRIu64 " out of range: 2 to 262144 (cpu.shares), or 0 for the configured value.",
-                                                 shares);
-                if (!execute)
-                        return 0;
-
-                for (size_t i = 0; i < m->n_runtime_shares; i++)
-                        if (streq(m->runtime_shares[i].path, g->path))
-                                rs = &m->runtime_shares[i];
-                if (shares == 0) {
-                        const GroupConfig *c = config_find_group(m->config, g->path);
-
-                        if (rs) {
-                                free(rs->path);
-                                *rs = m->runtime_shares[--m->n_runtime_shares];
-                        }
-                        /* With no Shares= the group's own value goes back: the one recorded before peltd wrote it. */
-                        g->shares_put_back = !c || c->shares == 0 ? manager_original_shares(m, g) : 0;
-                } else if (rs)
-                        rs->shares = shares;
-                else {
-                        RuntimeShares *n = reallocarray(m->runtime_shares, m->n_runtime_shares + 1, sizeof *n);
-                        char *p = strdup(g->path);
-
-                        if (n)
-                                m->runtime_shares = n;
-                        if (!n || !p) {
-                                free(p);
-                                return -ENOMEM;
-                        }
-                        m->runtime_shares[m->n_runtime_shares++] = (RuntimeShares){ .path = p, .shares = shares };
-                }
-                log_info("SetGroupShares(\"%s\", %" PRIu64 ") by uid %u, pid %d: %s from the next round.", g->path, shares,
-                         (unsigned) uid, (int) pid, shares == 0 ? "the configured shares again" : "new shares");
-                return 0;
-        }
-
-        case CALL_RELOAD: {
-                _cleanup_free_ char *why = NULL;
-
-                if (!execute)
-                        return 0;
-                log_info("Reload() by uid %u, pid %d.", (unsigned) uid, (int) pid);
-                (void) sd_notify(false, "RELOADING=1");
-                r = manager_reload(m, &why);
-                (void) sd_notify(false, "READY=1");
-                manager_notify_status(m);
-                if (r < 0) {
-                        _cleanup_free_ char *alloc = NULL;
-
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "The configuration was not reloaded; the old settings stay: %s",
-                                                 why ? strna(utf8_escape(why, &alloc)) : "see the log.");
-                }
-                return 0;
-        }
-        }
-        return -EINVAL;
+        return changes[kind].handler(m, msg, caller, error);
 }
 
-static void reply_change(Manager *m, sd_bus_message *msg, BusCall kind, uid_t uid, pid_t pid) {
+static void reply_change(Manager *m, sd_bus_message *msg, BusCall kind, const Caller *caller) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        int r = run_change(m, msg, kind, true, uid, pid, &error);
+        int r = run_change(m, msg, kind, caller, &error);
 
         if (r < 0 && !sd_bus_error_is_set(&error))
                 sd_bus_error_set_errno(&error, r);
         r = sd_bus_error_is_set(&error) ? sd_bus_reply_method_error(msg, &error) : sd_bus_reply_method_return(msg, NULL);
         if (r < 0)
-                log_debug_errno(r, "Failed to answer %s: %m", call_names[kind]);
+                log_debug_errno(r, "Failed to answer %s: %m", changes[kind].name);
 }
 
 static void reply_denied(sd_bus_message *msg, BusCall kind, const char *why) {
-        int r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: %s", call_names[kind], why);
+        int r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: %s", changes[kind].name, why);
 
         if (r < 0)
-                log_debug_errno(r, "Failed to answer %s: %m", call_names[kind]);
+                log_debug_errno(r, "Failed to answer %s: %m", changes[kind].name);
 }
 
 static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -379,7 +353,7 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bu
                 else if (sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT))
                         reply_denied(q->call, q->kind, "polkit did not answer within 10 s.");
                 else {
-                        log_warning("polkit failed to check %s for uid %u: %s", call_names[q->kind], (unsigned) q->uid,
+                        log_warning("polkit failed to check %s for uid %u: %s", changes[q->kind].name, (unsigned) q->caller.uid,
                                     strna(e->message));
                         reply_denied(q->call, q->kind, "polkit could not check the caller.");
                 }
@@ -393,7 +367,7 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bu
         if (r < 0)
                 reply_denied(q->call, q->kind, "polkit's answer did not parse.");
         else if (authorized)
-                reply_change(q->m, q->call, q->kind, q->uid, q->pid);
+                reply_change(q->m, q->call, q->kind, &q->caller);
         else if (challenge)
                 reply_denied(q->call, q->kind,
                              "authentication is required for org.peltd1.manage (allow interactive authorization, e.g. run peltctl in a terminal).");
@@ -411,35 +385,34 @@ static int method_change(sd_bus_message *msg, Manager *m, BusCall kind, sd_bus_e
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *check = NULL;
         AuthQuery *q;
-        uid_t euid = (uid_t) -1;
-        pid_t pid = 0;
+        Caller caller = { .uid = (uid_t) -1 };
         const char *sender;
         int r;
 
-        r = run_change(m, msg, kind, false, 0, 0, error);
+        r = run_change(m, msg, kind, NULL, error);
         if (r < 0)
                 return r;
 
         r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds);
         if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, &euid);
+                r = sd_bus_creds_get_euid(creds, &caller.uid);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: the caller is unknown.",
-                                         call_names[kind]);
-        (void) sd_bus_creds_get_pid(creds, &pid);
-        if (euid == 0) {
-                reply_change(m, msg, kind, euid, pid);
+                                         changes[kind].name);
+        (void) sd_bus_creds_get_pid(creds, &caller.pid);
+        if (caller.uid == 0) {
+                reply_change(m, msg, kind, &caller);
                 return 1;
         }
 
         sender = sd_bus_message_get_sender(msg);
         if (!sender)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: the caller is unknown.",
-                                         call_names[kind]);
+                                         changes[kind].name);
         q = new0(AuthQuery, 1);
         if (!q)
                 return -ENOMEM;
-        *q = (AuthQuery){ .m = m, .call = sd_bus_message_ref(msg), .kind = kind, .uid = euid, .pid = pid };
+        *q = (AuthQuery){ .m = m, .call = sd_bus_message_ref(msg), .kind = kind, .caller = caller };
         q->next = m->auth_queries;
         if (q->next)
                 q->next->prev = q;
@@ -457,7 +430,7 @@ static int method_change(sd_bus_message *msg, Manager *m, BusCall kind, sd_bus_e
         if (r < 0) {
                 auth_query_free(q);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: polkit could not be asked.",
-                                         call_names[kind]);
+                                         changes[kind].name);
         }
         return 1;
 }

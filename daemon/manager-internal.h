@@ -147,15 +147,17 @@ struct Manager {
         uint64_t n_rounds;
         Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
 
+        /* The runtime settings (manager_set_policy(), manager_set_group_shares()), kept until the daemon stops. */
+        Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
+        RuntimeShares *runtime_shares;
+        size_t n_runtime_shares;
+
         /* The D-Bus API (manager-bus.c). */
         sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
         sd_event_source *bus_retry;  /* connects again while there is none */
         bool bus_owned;              /* the name is ours */
         bool bus_said;               /* "running without the bus" said (once per episode) */
         AuthQuery *auth_queries;     /* calls waiting for polkit */
-        Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
-        RuntimeShares *runtime_shares;
-        size_t n_runtime_shares;
 
         ManagerMetrics *metrics;     /* manager-metrics.c */
 };
@@ -175,15 +177,6 @@ void planning_free(Planning *p);
 /* Something the plan depends on changed that the planner's inputs do not show (the topology): plan again. */
 void planning_invalidate(Manager *m);
 
-/* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
-void manager_settings_changed(Manager *m);
-
-/*
- * Reads the configuration again (SIGHUP, Reload()); the old settings stay when it is broken.
- * Returns 0, or a negative errno with *ret_message (may be NULL) saying what was wrong.
- */
-int manager_reload(Manager *m, char **ret_message);
-
 /* manager-bus.c */
 
 /*
@@ -197,8 +190,6 @@ void manager_bus_policy_changed(Manager *m);
 /* The PlacementChanged signal of an applied change. */
 void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuMask *old_cpus, uint64_t old_shares,
                                    const PolicyResult *res);
-/* The runtime shares of a group path (SetGroupShares), 0: none. */
-uint64_t manager_runtime_shares(const Manager *m, const char *path);
 
 /* manager-metrics.c */
 
@@ -215,6 +206,9 @@ void manager_metrics_free(Manager *m);
 /* manager-groups.c */
 
 void managed_group_done(ManagedGroup *g);
+
+/* The managed group at path (as the sampler gives it), or NULL. */
+ManagedGroup *manager_find_group(Manager *m, const char *path);
 
 /* Brings the managed list in line with the sampler's groups (both sorted by path). 0 or -ENOMEM. */
 int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n);

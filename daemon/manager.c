@@ -5,6 +5,7 @@
  * manager-apply.c.
  */
 #include <signal.h>
+#include <stdarg.h>
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
@@ -100,13 +101,71 @@ static void apply_settings(Manager *m) {
         m->task_tracking = want_task_tracking(m);
 }
 
-void manager_settings_changed(Manager *m) {
+/* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
+static void settings_changed(Manager *m) {
         Policy old = m->policy;
 
         apply_settings(m);
         sampling_set_task_tracking(m->sampling, m->task_tracking);
         if (m->policy != old)
                 manager_bus_policy_changed(m);
+}
+
+/* ---- Runtime settings ------------------------------------------------------------------------- */
+
+/* The runtime shares of a group path (SetGroupShares), 0: none. */
+static uint64_t runtime_shares(const Manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_runtime_shares; i++)
+                if (streq(m->runtime_shares[i].path, path))
+                        return m->runtime_shares[i].shares;
+        return 0;
+}
+
+int manager_set_policy(Manager *m, Policy policy) {
+        if (!policy_to_string(policy))
+                return -EINVAL;
+        m->runtime_policy = policy;
+        settings_changed(m);
+        manager_notify_status(m);
+        return 0;
+}
+
+int manager_set_group_shares(Manager *m, const char *path, uint64_t shares) {
+        ManagedGroup *g = manager_find_group(m, path);
+        RuntimeShares *rs = NULL;
+
+        if (!g)
+                return -ENOENT;
+        if (shares != 0 && (shares < MANAGER_SHARES_MIN || shares > MANAGER_SHARES_MAX))
+                return -ERANGE;
+
+        for (size_t i = 0; i < m->n_runtime_shares; i++)
+                if (streq(m->runtime_shares[i].path, g->path))
+                        rs = &m->runtime_shares[i];
+        if (shares == 0) {
+                const GroupConfig *c = config_find_group(m->config, g->path);
+
+                if (rs) {
+                        free(rs->path);
+                        *rs = m->runtime_shares[--m->n_runtime_shares];
+                }
+                /* With no Shares= the group's own value goes back: the one recorded before peltd wrote it. */
+                g->shares_put_back = !c || c->shares == 0 ? manager_original_shares(m, g) : 0;
+        } else if (rs)
+                rs->shares = shares;
+        else {
+                RuntimeShares *n = reallocarray(m->runtime_shares, m->n_runtime_shares + 1, sizeof *n);
+                char *p = strdup(g->path);
+
+                if (n)
+                        m->runtime_shares = n;
+                if (!n || !p) {
+                        free(p);
+                        return -ENOMEM;
+                }
+                m->runtime_shares[m->n_runtime_shares++] = (RuntimeShares){ .path = p, .shares = shares };
+        }
+        return 0;
 }
 
 static void update_capacities(Manager *m) {
@@ -291,7 +350,7 @@ static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
                         .nr_threads = p->nr_threads, .info_gen = g->info_gen, .pinned_narrower = p->pinned_narrower,
                 };
                 /* SetGroupShares wins over Shares=; taken back with no Shares=, the original goes back once. */
-                rt = manager_runtime_shares(m, g->path);
+                rt = runtime_shares(m, g->path);
                 if (rt == 0 && g->shares_put_back > 0 && p->config && p->config->shares > 0)
                         g->shares_put_back = 0;
                 if (rt > 0 || g->shares_put_back > 0) {
@@ -611,33 +670,35 @@ static int on_sigterm(sd_event_source *s, _unused_ const struct signalfd_siginfo
         return sd_event_exit(m->event, 0);
 }
 
-int manager_reload(Manager *m, char **ret_message) {
-        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
+/* A reload that failed: said, and *ret_message (may be NULL) what was wrong. Returns r. */
+_printf_(3, 4) static int reload_failed(int r, char **ret_message, const char *format, ...) {
+        if (ret_message) {
+                va_list ap;
+
+                va_start(ap, format);
+                if (vasprintf(ret_message, format, ap) < 0)
+                        *ret_message = NULL;
+                va_end(ap);
+        }
+        log_error("Reloading the configuration failed; keeping the old settings.");
+        return r;
+}
+
+/* The configuration read again; what cannot change while running is kept as it was, and said. */
+static int reload_read_config(Manager *m, Config **ret, char **ret_message) {
         _cleanup_config_ Config *c = NULL;
-        bool dry_run;
-        Config *old;
         int r;
 
-#define FAIL(r, ...)                                                                    \
-        ({                                                                              \
-                if (ret_message && asprintf(ret_message, __VA_ARGS__) < 0)              \
-                        *ret_message = NULL;                                            \
-                log_error("Reloading the configuration failed; keeping the old settings."); \
-                r;                                                                      \
-        })
-
-        if (ret_message)
-                *ret_message = NULL;
         log_forget_last_error();
         r = config_load_from(m->args.config_file, m->args.config_dir, &c);
         if (r < 0)
                 /* Logged with FILE:LINE: the reply says the same. */
-                return FAIL(r, "%s", log_last_error() ?: "The configuration could not be read.");
+                return reload_failed(r, ret_message, "%s", log_last_error() ?: "The configuration could not be read.");
         if (!streq(c->state_file, m->config->state_file)) {
                 char *keep = strdup(m->config->state_file);
 
                 if (!keep)
-                        return FAIL(log_oom(), "Out of memory.");
+                        return reload_failed(log_oom(), ret_message, "Out of memory.");
                 log_warning("StateFile= cannot change while running; keeping %s.", m->config->state_file);
                 free(c->state_file);
                 c->state_file = keep;
@@ -645,45 +706,83 @@ int manager_reload(Manager *m, char **ret_message) {
 
         if (c->sampling_backend != m->config->sampling_backend)
                 log_warning("SamplingBackend= is read at start; the change takes effect when peltd restarts.");
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+/*
+ * The subtree lock the new configuration needs: moved to a new CgroupRoot=, or taken (*ret_lock)
+ * when a dry run ends. *ret_lock stays NULL when the lock held is the one needed, or none is.
+ */
+static int reload_lock(Manager *m, const Config *c, SubtreeLock **ret_lock, char **ret_message) {
+        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
+        int r;
 
         if (m->subtree_lock && !streq(c->cgroup_root, m->config->cgroup_root) &&
             (r = subtree_lock_set_root(m->subtree_lock, c->cgroup_root)) < 0)
-                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.", c->cgroup_root,
-                            log_last_error() ?: "see the log", m->config->cgroup_root);
+                return reload_failed(r, ret_message, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.",
+                                     c->cgroup_root, log_last_error() ?: "see the log", m->config->cgroup_root);
         /* Leaving a dry run: the subtree is locked first, as at start (a dry run writes nothing: it locks nothing). */
-        dry_run = m->args.dry_run || c->dry_run;
-        if (!dry_run && !m->subtree_lock && (r = subtree_lock(m->fs, c->cgroup_root, &lock)) < 0)
-                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping the dry run.", c->cgroup_root,
-                            log_last_error() ?: "see the log");
-#undef FAIL
+        if (!(m->args.dry_run || c->dry_run) && !m->subtree_lock && (r = subtree_lock(m->fs, c->cgroup_root, &lock)) < 0)
+                return reload_failed(r, ret_message, "CgroupRoot=%s cannot be locked (%s); keeping the dry run.",
+                                     c->cgroup_root, log_last_error() ?: "see the log");
+        *ret_lock = TAKE_PTR(lock);
+        return 0;
+}
 
-        if (lock)
-                m->subtree_lock = TAKE_PTR(lock);
-        else if (dry_run && !m->dry_run) {
-                /* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
-                (void) manager_restore_all(m, "a dry run from now on");
-                m->subtree_lock = subtree_lock_free(m->subtree_lock);
-                for (size_t i = 0; i < m->n_groups; i++)
-                        m->groups[i].info_valid = false; /* their cpusets are the originals again: read them */
-        }
+/* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
+static void enter_dry_run(Manager *m) {
+        (void) manager_restore_all(m, "a dry run from now on");
+        m->subtree_lock = subtree_lock_free(m->subtree_lock);
+        for (size_t i = 0; i < m->n_groups; i++)
+                m->groups[i].info_valid = false; /* their cpusets are the originals again: read them */
+}
 
-        old = m->config;
-        m->config = TAKE_PTR(c);
-        sampling_set_config(m->sampling, m->config);
-        /*
-         * A group whose Shares= went away gets its own value back, as after SetGroupShares(path, 0):
-         * peltd writes shares only where they are set. Runtime shares still win.
-         */
+/*
+ * A group whose Shares= went away (old: the configuration before) gets its own value back, as
+ * after SetGroupShares(path, 0): peltd writes shares only where they are set. Runtime shares
+ * still win.
+ */
+static void put_back_dropped_shares(Manager *m, const Config *old) {
         for (size_t i = 0; i < m->n_groups; i++) {
                 ManagedGroup *g = &m->groups[i];
                 const GroupConfig *was = config_find_group(old, g->path), *now = config_find_group(m->config, g->path);
 
-                if (was && was->shares > 0 && (!now || now->shares == 0) && manager_runtime_shares(m, g->path) == 0)
+                if (was && was->shares > 0 && (!now || now->shares == 0) && runtime_shares(m, g->path) == 0)
                         g->shares_put_back = manager_original_shares(m, g);
         }
+}
+
+/* Reads the configuration again; the old settings stay when it is broken (said in *ret_message). */
+static int reload(Manager *m, char **ret_message) {
+        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
+        _cleanup_config_ Config *c = NULL;
+        bool dry_run;
+        Config *old;
+        int r;
+
+        if (ret_message)
+                *ret_message = NULL;
+        r = reload_read_config(m, &c, ret_message);
+        if (r < 0)
+                return r;
+        r = reload_lock(m, c, &lock, ret_message);
+        if (r < 0)
+                return r;
+
+        dry_run = m->args.dry_run || c->dry_run;
+        if (lock)
+                m->subtree_lock = TAKE_PTR(lock);
+        else if (dry_run && !m->dry_run)
+                enter_dry_run(m);
+
+        old = m->config;
+        m->config = TAKE_PTR(c);
+        sampling_set_config(m->sampling, m->config);
+        put_back_dropped_shares(m, old);
         config_free(old);
 
-        manager_settings_changed(m);
+        settings_changed(m);
         for (size_t i = 0; i < m->n_groups; i++)
                 m->groups[i].target_known = false; /* Backend= may have changed */
         r = arm_timers(m);
@@ -698,13 +797,18 @@ int manager_reload(Manager *m, char **ret_message) {
         return 0;
 }
 
-static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
-        Manager *m = userdata;
+int manager_reload(Manager *m, char **ret_message) {
+        int r;
 
         (void) sd_notify(false, "RELOADING=1");
-        (void) manager_reload(m, NULL);
+        r = reload(m, ret_message);
         (void) sd_notify(false, "READY=1");
         manager_notify_status(m);
+        return r;
+}
+
+static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
+        (void) manager_reload(userdata, NULL);
         return 0;
 }
 

@@ -2,9 +2,11 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "peltd/commands.h"
 #include "peltd/macro.h"
+#include "peltd/policy-name.h"
 
 /*
  * The daemon: one Manager owns the event loop, its timers and signal sources, the configuration,
@@ -33,3 +35,27 @@ int state_open(const char *path, bool running_daemon, int *ret_lock, struct Orig
 
 /* Runs until SIGTERM/SIGINT (then restores) or a fatal error. Returns the exit status. */
 int manager_run(Manager *m);
+
+/* SetGroupShares' range, in cpu.shares' unit (converted on v2); 0 takes a runtime value back. */
+#define MANAGER_SHARES_MIN 2
+#define MANAGER_SHARES_MAX 262144
+
+/*
+ * The runtime settings (SetPolicy, SetGroupShares): in force from the next round until the daemon
+ * stops, over Reload and SIGHUP. A runtime policy wins over --policy, which wins over Policy=.
+ * manager_set_policy() returns 0 or -EINVAL (not a policy).
+ */
+int manager_set_policy(Manager *m, Policy policy);
+/*
+ * A managed group's shares (path as the sampler gives it, bytes), over its Shares=; 0 takes the
+ * runtime value back, and with no Shares= the group's own value goes back. Returns 0, -ENOENT (not
+ * managed), -ERANGE or -ENOMEM.
+ */
+int manager_set_group_shares(Manager *m, const char *path, uint64_t shares);
+
+/*
+ * Reads the configuration again (SIGHUP, Reload()), systemd told (RELOADING=1, READY=1, STATUS=);
+ * the old settings stay when it is broken. Returns 0, or a negative errno with *ret_message (may
+ * be NULL) saying what was wrong.
+ */
+int manager_reload(Manager *m, char **ret_message);
