@@ -170,8 +170,14 @@ static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
 
 /* manager.c */
 
-/* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
-void manager_notify_status(Manager *m);
+/*
+ * Applies a round's plans (manager_apply_plans()) and tells what changed: each change counted,
+ * signalled (PlacementChanged) and shown in STATUS=. The daemon's rounds call it, and so do the
+ * tests of applying; manager_apply_group() is the same for one group, and returns 0.
+ */
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                          const uint64_t *cur_shares, size_t n);
+int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
 
 void planning_free(Planning *p);
 /* Something the plan depends on changed that the planner's inputs do not show (the topology): plan again. */
@@ -246,16 +252,23 @@ void manager_resolve_target(Manager *m, ManagedGroup *g);
 
 /* manager-apply.c */
 
+/* A placement applied: its group, the plan it holds now, and what it held before. */
+typedef struct AppliedChange {
+        ManagedGroup *group;
+        const PolicyResult *res;
+        CpuMask old_cpus;
+        uint64_t old_shares;         /* as read before the write (v2: the weight, as shares) */
+} AppliedChange;
+
 /*
  * Applies a round's plans: for each group whose plan differs from its current set and shares
  * (cur_shares[i], as read), or that drifted, the batch is read; then the records of all of them are
  * saved with one write of the state file, and only then are they written (in a dry run: said,
- * once a plan). Each change is logged; failures are logged once here.
+ * once a plan). Each change is logged; failures are logged once here. Returns 0 with the changes
+ * of placement in *ret_changes (NULL when none; free it), or -ENOMEM with nothing written.
  */
-void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
-                          const uint64_t *cur_shares, size_t n);
-/* manager_apply_groups() for one group; returns 0. */
-int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
+int manager_apply_plans(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                        const uint64_t *cur_shares, size_t n, AppliedChange **ret_changes, size_t *ret_n_changes);
 
 /*
  * Puts back every recorded original (why: for the log line). Returns 0, the number of values that

@@ -6,6 +6,7 @@
  */
 #include <signal.h>
 #include <stdarg.h>
+#include <time.h>
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
@@ -63,7 +64,8 @@ Manager *manager_free(Manager *m) {
 
 /* ---- Helpers ---------------------------------------------------------------------------------- */
 
-void manager_notify_status(Manager *m) {
+/* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
+static void manager_notify_status(Manager *m) {
         (void) sd_notifyf(false, "STATUS=Policy %s%s; %zu groups managed; %u changes%s%s%s%s", policy_to_string(m->policy),
                           m->dry_run ? " (dry run)" : "", m->n_groups, m->n_changes,
                           m->last_change[0] ? "; last: " : "", m->last_change,
@@ -420,6 +422,40 @@ static int plan(Manager *m, size_t k, size_t n) {
         a->energy_model = m->energy_model;
         a->config = m->config;
         return 1;
+}
+
+/* A placement applied: counted, told (PlacementChanged), and the last change in STATUS. */
+static void placement_changed(Manager *m, const AppliedChange *c) {
+        char oldb[128], newb[128], tbuf[32];
+        time_t now = time(NULL);
+        struct tm tm;
+
+        m->n_changes++;
+        c->group->n_placements++;
+        manager_bus_placement_changed(m, c->group, &c->old_cpus, c->old_shares, c->res);
+        localtime_r(&now, &tm);
+        strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
+        snprintf(m->last_change, sizeof m->last_change, "%s %.200s %s -> %s", tbuf, c->group->path,
+                 fmt_cpus(&c->old_cpus, oldb, sizeof oldb), fmt_cpus(&c->res->cpus, newb, sizeof newb));
+        manager_notify_status(m);
+}
+
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                          const uint64_t *cur_shares, size_t n) {
+        _cleanup_free_ AppliedChange *changes = NULL;
+        size_t n_changes = 0;
+
+        if (manager_apply_plans(m, groups, res, cur_shares, n, &changes, &n_changes) < 0) {
+                log_oom(); /* its only failure: nothing was written */
+                return;
+        }
+        for (size_t i = 0; i < n_changes; i++)
+                placement_changed(m, &changes[i]);
+}
+
+int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
+        manager_apply_groups(m, &g, &res, &cur_shares, 1);
+        return 0;
 }
 
 static int plan_and_apply(Manager *m, bool task_round) {
