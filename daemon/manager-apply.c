@@ -12,37 +12,6 @@
 
 /* ---- Restoring -------------------------------------------------------------------------------- */
 
-int state_open(const char *path, bool running_daemon, int *ret_lock, Originals **ret) {
-        _cleanup_close_ int fd = -1;
-        const char *why = "is not trusted";
-        int r;
-
-        /* One daemon (or --restore) at a time. */
-        fd = originals_lock_checked(path, &why);
-        if (fd == -EBUSY) {
-                if (running_daemon)
-                        return log_error_errno(fd, "Another peltd (or peltd --restore) holds %s.lock; exiting.", path);
-                return log_error_errno(fd, "peltd is running (it holds %s.lock): stop it, and it restores everything itself.",
-                                       path);
-        }
-        if (fd == -EPERM || fd == -ELOOP)
-                return log_error_errno(fd, "Refusing the state file %s: it or its directory or lock %s.", path, why);
-        if (fd < 0)
-                return log_error_errno(fd, "Failed to lock %s.lock: %m", path);
-
-        r = originals_load_checked(path, ret, &why);
-        if (r == -EBADMSG)
-                return log_error_errno(r, "%s is not a peltd state file; move it away to start.", path);
-        if (r == -EPERM || r == -ELOOP)
-                return log_error_errno(r, "Refusing the state file %s: it %s.", path, why);
-        if (r < 0)
-                return log_error_errno(r, "Failed to read %s: %m", path);
-        for (size_t i = 0; i < (*ret)->n_refused; i++)
-                log_error("%s: refusing an entry that peltd never writes (%s).", path, (*ret)->refused[i]);
-        *ret_lock = TAKE_FD(fd);
-        return 0;
-}
-
 uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g) {
         const char *file = m->fs->mode == CGROUP_MODE_V2 ? "cpu.weight" : "cpu.shares";
         uint64_t shares = 0;

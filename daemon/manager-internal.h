@@ -2,14 +2,17 @@
 #pragma once
 
 /*
- * What the daemon's own files share: the Manager and its managed groups. Only manager.c,
- * manager-groups.c and manager-apply.c include this; everything else sees the Manager through
- * peltd/manager.h.
+ * What the daemon's own files share: the Manager and its managed groups. The manager*.c files
+ * include this (and the tests of applying); everything else sees the Manager through
+ * peltd/manager.h. It includes none of them: manager.c calls manager-groups.c and
+ * manager-apply.c, and nothing calls back; the bus and the metrics file call manager.c, which
+ * tells them what changes through the hooks they register (ManagerHooks), never by name.
  *
- *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug) and rounds
+ *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug), its
+ *                     rounds, its runtime settings, and what it tells its hooks
  *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
- *   manager-apply.c   applying a group's plan, the change log and its journal fields, restoring
- *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization
+ *   manager-apply.c   applying a group's plan and the change log with its journal fields; restoring
+ *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
  */
 
@@ -26,7 +29,6 @@
 #include "peltd/config.h"
 #include "peltd/cpumask.h"
 #include "peltd/energy.h"
-#include "peltd/manager.h"
 #include "peltd/originals.h"
 #include "peltd/policy.h"
 #include "peltd/rootdir.h"
@@ -97,9 +99,12 @@ typedef struct RuntimeShares {
         uint64_t shares;
 } RuntimeShares;
 
-typedef struct AuthQuery AuthQuery;
+typedef struct Manager Manager;    /* as in peltd/manager.h, which this does not include */
 typedef struct Planning Planning;
-typedef struct ManagerMetrics ManagerMetrics;
+struct ManagerHooks;
+
+/* Who is told of changes (manager_add_hooks()): the bus and the metrics file, so far. */
+#define MANAGER_HOOKS_MAX 4
 
 struct Manager {
         Args args;
@@ -152,14 +157,13 @@ struct Manager {
         RuntimeShares *runtime_shares;
         size_t n_runtime_shares;
 
-        /* The D-Bus API (manager-bus.c). */
-        sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
-        sd_event_source *bus_retry;  /* connects again while there is none */
-        bool bus_owned;              /* the name is ours */
-        bool bus_said;               /* "running without the bus" said (once per episode) */
-        AuthQuery *auth_queries;     /* calls waiting for polkit */
+        nsec_t sampling_cpu_ns;      /* this thread's CPU time in sampling_round(), for the metrics */
 
-        ManagerMetrics *metrics;     /* manager-metrics.c */
+        struct {
+                const struct ManagerHooks *hooks;
+                void *userdata;
+        } hooks[MANAGER_HOOKS_MAX];
+        size_t n_hooks;
 };
 
 /* For log lines: a list longer than buf is cut and ends in "..." (never a key or a value written). */
@@ -172,8 +176,8 @@ static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
 
 /*
  * Applies a round's plans (manager_apply_plans()) and tells what changed: each change counted,
- * signalled (PlacementChanged) and shown in STATUS=. The daemon's rounds call it, and so do the
- * tests of applying; manager_apply_group() is the same for one group, and returns 0.
+ * told to the hooks (PlacementChanged) and shown in STATUS=. The daemon's rounds call it, and so
+ * do the tests of applying; manager_apply_group() is the same for one group, and returns 0.
  */
 void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
                           const uint64_t *cur_shares, size_t n);
@@ -182,32 +186,6 @@ int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, ui
 void planning_free(Planning *p);
 /* Something the plan depends on changed that the planner's inputs do not show (the topology): plan again. */
 void planning_invalidate(Manager *m);
-
-/* manager-bus.c */
-
-/*
- * Connects to the system bus and owns org.peltd1 (before READY=1); without a bus the daemon runs
- * on and says so once, and connects again when the bus is back. Never fails the daemon.
- */
-void manager_bus_start(Manager *m);
-void manager_bus_stop(Manager *m);
-/* PropertiesChanged for Policy. */
-void manager_bus_policy_changed(Manager *m);
-/* The PlacementChanged signal of an applied change. */
-void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuMask *old_cpus, uint64_t old_shares,
-                                   const PolicyResult *res);
-
-/* manager-metrics.c */
-
-/* The metrics file's timer, before the first round. Logs its errors. */
-int manager_metrics_start(Manager *m);
-/* A round starts: counted, and the file written after it, at most once a second. */
-void manager_metrics_round(Manager *m, bool task_round);
-/* sampling_round() now, its CPU time (this thread's) counted for peltd_sampling_cpu_seconds_total. */
-int manager_sample(Manager *m, bool task_round);
-/* The daemon stops: the file is removed. */
-void manager_metrics_stop(Manager *m);
-void manager_metrics_free(Manager *m);
 
 /* manager-groups.c */
 

@@ -31,14 +31,12 @@
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        manager_bus_stop(m);
         for (size_t i = 0; i < m->n_runtime_shares; i++)
                 free(m->runtime_shares[i].path);
         free(m->runtime_shares);
         sd_event_source_disable_unref(m->group_timer);
         sd_event_source_disable_unref(m->task_timer);
         sd_event_source_disable_unref(m->hotplug_source);
-        manager_metrics_free(m);
         sd_event_unref(m->event);
         sampling_free(m->sampling);
         for (size_t i = 0; i < m->n_groups; i++)
@@ -60,6 +58,49 @@ Manager *manager_free(Manager *m) {
         config_free(m->config);
         free(m);
         return NULL;
+}
+
+/* ---- Hooks ------------------------------------------------------------------------------------ */
+
+int manager_add_hooks(Manager *m, const ManagerHooks *hooks, void *userdata) {
+        if (m->n_hooks >= ELEMENTSOF(m->hooks))
+                return -ENOSPC;
+        m->hooks[m->n_hooks].hooks = hooks;
+        m->hooks[m->n_hooks++].userdata = userdata;
+        return 0;
+}
+
+void manager_remove_hooks(Manager *m, const ManagerHooks *hooks, void *userdata) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks == hooks && m->hooks[i].userdata == userdata) {
+                        memmove(&m->hooks[i], &m->hooks[i + 1], (m->n_hooks - i - 1) * sizeof m->hooks[0]);
+                        m->n_hooks--;
+                        return;
+                }
+}
+
+static void tell_placement_changed(Manager *m, const PlacementChange *c) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->placement_changed)
+                        m->hooks[i].hooks->placement_changed(c, m->hooks[i].userdata);
+}
+
+static void tell_policy_changed(Manager *m) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->policy_changed)
+                        m->hooks[i].hooks->policy_changed(m->policy, m->hooks[i].userdata);
+}
+
+static void tell_round_done(Manager *m, bool task_round) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->round_done)
+                        m->hooks[i].hooks->round_done(task_round, m->hooks[i].userdata);
+}
+
+static void tell_stopping(Manager *m) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->stopping)
+                        m->hooks[i].hooks->stopping(m->hooks[i].userdata);
 }
 
 /* ---- Helpers ---------------------------------------------------------------------------------- */
@@ -110,7 +151,7 @@ static void settings_changed(Manager *m) {
         apply_settings(m);
         sampling_set_task_tracking(m->sampling, m->task_tracking);
         if (m->policy != old)
-                manager_bus_policy_changed(m);
+                tell_policy_changed(m);
 }
 
 /* ---- Runtime settings ------------------------------------------------------------------------- */
@@ -432,7 +473,10 @@ static void placement_changed(Manager *m, const AppliedChange *c) {
 
         m->n_changes++;
         c->group->n_placements++;
-        manager_bus_placement_changed(m, c->group, &c->old_cpus, c->old_shares, c->res);
+        tell_placement_changed(m, &(PlacementChange){ .path = c->group->path, .old_cpus = &c->old_cpus,
+                                                      .cpus = &c->res->cpus, .old_shares = c->old_shares,
+                                                      .shares = c->res->shares, .policy = c->res->policy,
+                                                      .reason = c->res->reason });
         localtime_r(&now, &tm);
         strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
         snprintf(m->last_change, sizeof m->last_change, "%s %.200s %s -> %s", tbuf, c->group->path,
@@ -521,6 +565,15 @@ static int plan_and_apply(Manager *m, bool task_round) {
         return 0;
 }
 
+/* sampling_round() now, its CPU time (this thread's) counted for peltd_sampling_cpu_seconds_total. */
+static int sample(Manager *m, bool task_round) {
+        nsec_t cpu0 = now_nsec(CLOCK_THREAD_CPUTIME_ID);
+        int r = sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round);
+
+        m->sampling_cpu_ns += now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        return r;
+}
+
 /*
  * A round that cannot sample because CgroupRoot= is not there (yet, or any more) is complete: there
  * is nothing to manage. Said once, and again when it is back; the daemon keeps what it recorded.
@@ -573,7 +626,6 @@ static int manager_round(Manager *m, bool task_round) {
         int r;
 
         m->n_rounds++;
-        manager_metrics_round(m, task_round);
 
         /* The cheap fallback for lost hotplug events. */
         if (topology_online_changed(m->topology, m->sysfs) > 0)
@@ -586,10 +638,16 @@ static int manager_round(Manager *m, bool task_round) {
                 return 0;
         }
 
-        r = note_sample_error(m, manager_sample(m, task_round));
+        r = note_sample_error(m, sample(m, task_round));
         if (r != 0)
                 return r < 0 ? r : 0;
         return plan_and_apply(m, task_round);
+}
+
+/* A round run, its outcome noted, and told (the metrics file counts rounds). */
+static void run_round(Manager *m, bool task_round) {
+        note_round(m, manager_round(m, task_round));
+        tell_round_done(m, task_round);
 }
 
 /*
@@ -653,7 +711,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                        sd_event_source_get_time(m->task_timer, &next_task) >= 0 && next_task <= usec + interval / 2;
         }
         if (!skip)
-                note_round(m, manager_round(m, task_round));
+                run_round(m, task_round);
 
         /* The next one a whole interval after this one was due: no drift. */
         r = rearm(m, s, usec + interval, interval);
@@ -674,7 +732,7 @@ static int on_hotplug(_unused_ sd_event_source *s, int fd, _unused_ uint32_t rev
         }
         if (r > 0 && refresh_topology(m) > 0)
                 /* Leave offline CPUs (and take back online ones) now, not at the next round. */
-                note_round(m, manager_round(m, false));
+                run_round(m, false);
         return 0;
 }
 
@@ -891,6 +949,37 @@ static int open_machine(Manager *m) {
         return 0;
 }
 
+int state_open(const char *path, bool running_daemon, int *ret_lock, Originals **ret) {
+        _cleanup_close_ int fd = -1;
+        const char *why = "is not trusted";
+        int r;
+
+        /* One daemon (or --restore) at a time. */
+        fd = originals_lock_checked(path, &why);
+        if (fd == -EBUSY) {
+                if (running_daemon)
+                        return log_error_errno(fd, "Another peltd (or peltd --restore) holds %s.lock; exiting.", path);
+                return log_error_errno(fd, "peltd is running (it holds %s.lock): stop it, and it restores everything itself.",
+                                       path);
+        }
+        if (fd == -EPERM || fd == -ELOOP)
+                return log_error_errno(fd, "Refusing the state file %s: it or its directory or lock %s.", path, why);
+        if (fd < 0)
+                return log_error_errno(fd, "Failed to lock %s.lock: %m", path);
+
+        r = originals_load_checked(path, ret, &why);
+        if (r == -EBADMSG)
+                return log_error_errno(r, "%s is not a peltd state file; move it away to start.", path);
+        if (r == -EPERM || r == -ELOOP)
+                return log_error_errno(r, "Refusing the state file %s: it %s.", path, why);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read %s: %m", path);
+        for (size_t i = 0; i < (*ret)->n_refused; i++)
+                log_error("%s: refusing an entry that peltd never writes (%s).", path, (*ret)->refused[i]);
+        *ret_lock = TAKE_FD(fd);
+        return 0;
+}
+
 /*
  * The cgroup hierarchies and the state file: locked, one daemon per subtree, and what a run that
  * did not finish left put back first.
@@ -968,9 +1057,6 @@ static int add_round_timers(Manager *m) {
                 return log_error_errno(r, "Failed to add the timers: %m");
         (void) sd_event_source_set_description(m->group_timer, "group-round");
         (void) sd_event_source_set_description(m->task_timer, "task-round");
-        r = manager_metrics_start(m);
-        if (r < 0)
-                return r;
         r = arm_timers(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the timers: %m");
@@ -1040,10 +1126,7 @@ int manager_new(const Args *args, Manager **ret) {
         read_watchdog(m);
 
         /* The baseline sample: the first rounds need something to take differences from. */
-        (void) note_sample_error(m, manager_sample(m, true));
-
-        /* org.peltd1 is owned (or given up on, said) before READY=1. */
-        manager_bus_start(m);
+        (void) note_sample_error(m, sample(m, true));
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -1066,7 +1149,7 @@ int manager_run(Manager *m) {
                 exit_code = 1;
         } else
                 exit_code = r; /* sd_event_exit()'s code: 0, or 1 when another daemon took the subtree */
-        manager_metrics_stop(m);
+        tell_stopping(m);
 
         /* Put everything back, whatever stopped us. */
         r = manager_restore_all(m, "stopping");
