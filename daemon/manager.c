@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The Manager: its lifecycle, its event sources (the two round timers, signals, CPU hotplug) and
- * the rounds they run. Per-group reads live in manager-groups.c, applying and restoring in
- * manager-apply.c.
+ * The Manager: its lifecycle, its event sources (the two round timers, signals, CPU hotplug), the
+ * rounds they run, its runtime settings, and what it tells its hooks (the D-Bus API, the metrics
+ * file) of what changed. Per-group reads live in manager-groups.c, applying and restoring in
+ * manager-apply.c; this file calls those, and nothing it calls calls back.
  */
 #include <signal.h>
 #include <stdarg.h>
