@@ -51,6 +51,11 @@ is_error() { # NAME OUTPUT
         [[ $2 == *"Error org.freedesktop.DBus.Error.$1:"* ]]
 }
 owned() { busctl --system status org.peltd1 >/dev/null 2>&1; }
+reloads() { grep -c '^Configuration reloaded' "$log"; }
+reloaded() { [[ $(reloads) -gt $1 ]]; } # N: the log says a reload happened since it said N of them
+policy_signals() { # N: the monitor saw at least N PropertiesChanged for Policy
+        [[ $(grep -A6 'member=PropertiesChanged' "$tmp/signals" | grep -c 'string "Policy"') -ge $1 ]]
+}
 start_polkit() { # ANSWER
         polkit_start "$fake_polkit" "$1" "$tmp/polkit.out" || fail "fake polkit did not start: $(cat "$tmp/polkit.out")"
 }
@@ -134,9 +139,7 @@ write_config performance
 kill -HUP "$daemon_pid"
 wait_for 5 bash -c "[[ \$(busctl --system get-property org.peltd1 /org/peltd1 org.peltd1.Manager Policy) == 's \"performance\"' ]]" ||
         fail "SIGHUP: Policy did not become performance"
-sleep 0.3
-check "PropertiesChanged for Policy at Reload and at each SIGHUP (3)" \
-        bash -c "[[ \$(grep -A6 'member=PropertiesChanged' '$tmp/signals' | grep -c 'string \"Policy\"') -ge 3 ]]"
+check "PropertiesChanged for Policy at Reload and at each SIGHUP (3)" wait_for 5 policy_signals 3
 printf '[Daemon]\nPolicy=performance\nSampleIntervalMSec=soon\n' > "$tmp/broken.conf"
 cp "$conf" "$tmp/good.conf"
 cat "$tmp/broken.conf" > "$conf"
@@ -172,11 +175,13 @@ wait_for 5 grep -q "member=PlacementChanged" "$tmp/signals" || fail "no Placemen
 check "PlacementChanged names the group, old and new CPUs and the policy" bash -c "grep -A8 member=PlacementChanged '$tmp/signals' |
         tr -d '\n' | grep -q 'string \"/$id/a\"   string \"$all_cpus\"   string \"$(cpus_of a)\".*string \"power\"'"
 write_config balanced
+n=$(reloads)
 out=$(call Reload)
-sleep 0.3
+wait_for 5 reloaded "$n" || fail "Reload: no reload logged ($out)"
 check "SetPolicy holds across Reload" [ "$(prop Policy)" = '"power"' ]
+n=$(reloads)
 kill -HUP "$daemon_pid"
-sleep 0.5
+wait_for 5 reloaded "$n" || fail "SIGHUP: no reload logged within 5 s"
 check "SetPolicy holds across SIGHUP" [ "$(prop Policy)" = '"power"' ]
 
 out=$(call SetGroupShares string:"/$id/a" uint64:500)

@@ -8,6 +8,8 @@
 #include "peltd/config-file.h"
 #include "peltd/config.h"
 #include "peltd/log.h"
+#include "peltd/manager-bus.h"
+#include "peltd/manager-metrics.h"
 #include "peltd/manager.h"
 #include "peltd/originals.h"
 #include "peltd/rootdir.h"
@@ -15,9 +17,17 @@
 #include "peltd/topology.h"
 
 int cmd_daemon(const Args *args) {
+        /* Freed in the reverse order: the bus and the metrics file before the Manager they hook into. */
         _cleanup_manager_ Manager *m = NULL;
+        _cleanup_manager_metrics_ ManagerMetrics *metrics = NULL;
+        _cleanup_manager_bus_ ManagerBus *bus = NULL;
 
         if (manager_new(args, &m) < 0)
+                return 1;
+        if (manager_metrics_start(m, &metrics) < 0)
+                return 1;
+        /* org.peltd1 is owned (or given up on, said) before READY=1. */
+        if (manager_bus_start(m, &bus) < 0)
                 return 1;
         return manager_run(m);
 }

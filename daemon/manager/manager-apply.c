@@ -4,7 +4,6 @@
  * structured journal fields, and every recorded original put back.
  */
 #include <inttypes.h>
-#include <time.h>
 
 #include "peltd/log.h"
 #include "peltd/parse.h"
@@ -12,37 +11,6 @@
 #include "manager-internal.h"
 
 /* ---- Restoring -------------------------------------------------------------------------------- */
-
-int state_open(const char *path, bool running_daemon, int *ret_lock, Originals **ret) {
-        _cleanup_close_ int fd = -1;
-        const char *why = "is not trusted";
-        int r;
-
-        /* One daemon (or --restore) at a time. */
-        fd = originals_lock_checked(path, &why);
-        if (fd == -EBUSY) {
-                if (running_daemon)
-                        return log_error_errno(fd, "Another peltd (or peltd --restore) holds %s.lock; exiting.", path);
-                return log_error_errno(fd, "peltd is running (it holds %s.lock): stop it, and it restores everything itself.",
-                                       path);
-        }
-        if (fd == -EPERM || fd == -ELOOP)
-                return log_error_errno(fd, "Refusing the state file %s: it or its directory or lock %s.", path, why);
-        if (fd < 0)
-                return log_error_errno(fd, "Failed to lock %s.lock: %m", path);
-
-        r = originals_load_checked(path, ret, &why);
-        if (r == -EBADMSG)
-                return log_error_errno(r, "%s is not a peltd state file; move it away to start.", path);
-        if (r == -EPERM || r == -ELOOP)
-                return log_error_errno(r, "Refusing the state file %s: it %s.", path, why);
-        if (r < 0)
-                return log_error_errno(r, "Failed to read %s: %m", path);
-        for (size_t i = 0; i < (*ret)->n_refused; i++)
-                log_error("%s: refusing an entry that peltd never writes (%s).", path, (*ret)->refused[i]);
-        *ret_lock = TAKE_FD(fd);
-        return 0;
-}
 
 uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g) {
         const char *file = m->fs->mode == CGROUP_MODE_V2 ? "cpu.weight" : "cpu.shares";
@@ -79,14 +47,11 @@ int manager_restore_all(Manager *m, const char *why) {
 
 /* ---- Applying --------------------------------------------------------------------------------- */
 
-static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, const CpuMask *old_cpus,
-                       uint64_t old_shares, bool shares_changed) {
+static void log_change(const ManagedGroup *g, const PolicyResult *res, const CpuMask *old_cpus, uint64_t old_shares,
+                       bool shares_changed) {
         char oldb[128], newb[128], demand[32], shares[64], f_group[4200], f_cpus[160], f_old[160], f_policy[64],
                 f_demand[64], f_shares[64], f_reason[POLICY_REASON_MAX + 32];
         const char *fields[] = { f_group, f_cpus, f_old, f_policy, f_demand, f_shares, f_reason, NULL };
-        char tbuf[32];
-        time_t now = time(NULL);
-        struct tm tm;
 
         fmt_cpus(old_cpus, oldb, sizeof oldb);
         if (cpumask_empty(old_cpus))
@@ -108,13 +73,6 @@ static void log_change(Manager *m, ManagedGroup *g, const PolicyResult *res, con
 
         log_struct(LOG_INFO, fields, "%s: CPUs %s -> %s%s (%s, demand %s CPUs): %s", g->path, oldb, newb, shares,
                    strna(policy_to_string(res->policy)), demand, res->reason);
-
-        m->n_changes++;
-        g->n_placements++;
-        manager_bus_placement_changed(m, g, old_cpus, old_shares, res);
-        localtime_r(&now, &tm);
-        strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
-        snprintf(m->last_change, sizeof m->last_change, "%s %.200s %s -> %s", tbuf, g->path, oldb, newb);
 }
 
 /*
@@ -283,10 +241,11 @@ static void say_intent(ManagedGroup *g, Pending *p) {
 }
 
 /*
- * A batch written (or found in place): the group holds its plan now. A plan placed again after
- * someone else's write is not a change of placement: the drift check said so, once an episode.
+ * A batch written (or found in place): the group holds its plan now. Returns whether that is a
+ * change of placement, logged and described in *ret_change. A plan placed again after someone
+ * else's write is not: the drift check said so, once an episode.
  */
-static void placed(Manager *m, Pending *p) {
+static bool placed(Manager *m, Pending *p, AppliedChange *ret_change) {
         ManagedGroup *g = p->g;
         const PolicyResult *res = p->res;
         CpuMask old = g->cpus;
@@ -312,23 +271,46 @@ static void placed(Manager *m, Pending *p) {
         g->applied = true;
         g->applied_cpus = res->cpus;
         g->applied_shares = shares;
-        if (!again) {
-                log_change(m, g, res, &old, p->cur_shares, p->shares_differ);
-                manager_notify_status(m);
-        }
+        if (again)
+                return false;
+        log_change(g, res, &old, p->cur_shares, p->shares_differ);
+        *ret_change = (AppliedChange){ .group = g, .res = res, .old_cpus = old, .old_shares = p->cur_shares };
+        return true;
 }
 
-void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
-                          const uint64_t *cur_shares, size_t n) {
-        _cleanup_free_ Pending *p = new0(Pending, MAX(n, 1u));
-        size_t k = 0;
-        bool failed = false;
+/*
+ * The records of the k batches, saved with one write of the state file before any write (with
+ * what the drift checks changed): no change without its record. A batch whose records could not
+ * be saved is noted as failed and dropped.
+ */
+static void record(Manager *m, Pending *p, size_t k) {
         int r = 0;
 
-        if (!p) {
-                log_oom();
-                return;
-        }
+        for (size_t i = 0; i < k && r >= 0; i++)
+                r = cg_batch_record(m->originals, p[i].w, p[i].n);
+        if (r >= 0)
+                r = originals_commit(m->originals);
+        else
+                originals_rollback(m->originals);
+        if (r < 0)
+                for (size_t i = 0; i < k; i++)
+                        if (cg_batch_changed(p[i].w, p[i].n)) {
+                                cg_batch_unrecorded(p[i].w, p[i].n, r);
+                                note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
+                                pending_done(&p[i]);
+                        }
+}
+
+int manager_apply_plans(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                        const uint64_t *cur_shares, size_t n, AppliedChange **ret_changes, size_t *ret_n_changes) {
+        _cleanup_free_ Pending *p = new0(Pending, MAX(n, 1u));
+        _cleanup_free_ AppliedChange *changes = NULL;
+        size_t k = 0, n_changes = 0;
+        bool failed = false;
+        int r;
+
+        if (!p)
+                return -ENOMEM;
         /* Every group's batch read first; the dry run says what it would write. */
         for (size_t i = 0; i < n; i++) {
                 p[k] = (Pending){ .g = groups[i], .res = res[i], .cur_shares = cur_shares[i] };
@@ -344,25 +326,18 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
                 }
                 k++;
         }
-
-        /*
-         * Then the records of all of them, saved with one write of the state file before any write
-         * (with what the drift checks changed); no change without its record.
-         */
-        for (size_t i = 0; i < k && r >= 0; i++)
-                r = cg_batch_record(m->originals, p[i].w, p[i].n);
-        if (r >= 0)
-                r = originals_commit(m->originals);
-        else
-                originals_rollback(m->originals);
-        if (r < 0)
-                for (size_t i = 0; i < k; i++)
-                        if (cg_batch_changed(p[i].w, p[i].n)) {
-                                cg_batch_unrecorded(p[i].w, p[i].n, r);
-                                note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
+        /* Room for what the writes change, before anything is recorded or written. */
+        if (k > 0) {
+                changes = new0(AppliedChange, k);
+                if (!changes) {
+                        for (size_t i = 0; i < k; i++)
                                 pending_done(&p[i]);
-                        }
+                        return -ENOMEM;
+                }
+        }
 
+        /* Then the records of all of them, then the writes. */
+        record(m, p, k);
         for (size_t i = 0; i < k; i++) {
                 if (!p[i].g)
                         continue;
@@ -370,8 +345,8 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
                 if (r < 0) {
                         note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
                         failed = true;
-                } else
-                        placed(m, &p[i]);
+                } else if (placed(m, &p[i], &changes[n_changes]))
+                        n_changes++;
                 pending_done(&p[i]);
         }
 
@@ -382,9 +357,7 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
                         log_debug_errno(r, "Failed to save %s after a rollback, the next change saves it: %m",
                                         m->config->state_file);
         }
-}
-
-int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
-        manager_apply_groups(m, &g, &res, &cur_shares, 1);
+        *ret_changes = TAKE_PTR(changes);
+        *ret_n_changes = n_changes;
         return 0;
 }

@@ -10,6 +10,10 @@
  * 10 s, AccessDenied), and is checked again then, since the daemon went on meanwhile. A refused or
  * failed call changes nothing.
  *
+ * Each change method has one handler: it checks the call and asks the Manager for the change
+ * (peltd/manager.h); what changes comes back through the Manager's hooks (PlacementChanged, and
+ * PropertiesChanged for Policy, whatever changed it).
+ *
  * The name is owned before READY=1. Without a bus the daemon places on, says so once, and tries
  * again every few seconds; when the bus goes away it does the same, and owns the name again when
  * the bus is back.
@@ -23,6 +27,7 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/json-util.h"
 #include "peltd/log.h"
+#include "peltd/manager-bus.h"
 #include "peltd/utf8.h"
 
 #include "manager-internal.h"
@@ -33,29 +38,39 @@
 #define POLKIT_ACTION "org.peltd1.manage"
 #define POLKIT_TIMEOUT_USEC (10 * USEC_PER_SEC)
 #define BUS_RETRY_USEC (2 * USEC_PER_SEC)
-#define SHARES_MIN 2
-#define SHARES_MAX 262144
 
 typedef enum BusCall {
         CALL_SET_POLICY,
         CALL_SET_GROUP_SHARES,
         CALL_RELOAD,
+        _CALL_MAX,
 } BusCall;
 
-static const char *const call_names[] = {
-        [CALL_SET_POLICY] = "SetPolicy",
-        [CALL_SET_GROUP_SHARES] = "SetGroupShares",
-        [CALL_RELOAD] = "Reload",
+/* Who asks for a change, once allowed: for the log. */
+typedef struct Caller {
+        uid_t uid;
+        pid_t pid;
+} Caller;
+
+typedef struct AuthQuery AuthQuery;
+
+/* The API's side of the daemon: the Manager it shows, and the connection. */
+struct ManagerBus {
+        Manager *manager;
+        sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
+        sd_event_source *retry;      /* connects again while there is none */
+        bool owned;                  /* the name is ours */
+        bool said;                   /* "running without the bus" said (once per episode) */
+        AuthQuery *auth_queries;     /* calls waiting for polkit */
 };
 
 /* A change waiting for polkit's answer. */
 struct AuthQuery {
-        Manager *m;
+        ManagerBus *b;
         sd_bus_message *call;        /* the caller's, answered when polkit has */
         sd_bus_slot *slot;           /* polkit's reply */
         BusCall kind;
-        uid_t uid;
-        pid_t pid;
+        Caller caller;
         AuthQuery *next, *prev;
 };
 
@@ -64,8 +79,8 @@ static AuthQuery *auth_query_free(AuthQuery *q) {
                 return NULL;
         if (q->prev)
                 q->prev->next = q->next;
-        else if (q->m->auth_queries == q)
-                q->m->auth_queries = q->next;
+        else if (q->b->auth_queries == q)
+                q->b->auth_queries = q->next;
         if (q->next)
                 q->next->prev = q->prev;
         sd_bus_slot_unref(q->slot);
@@ -88,13 +103,6 @@ static ManagedGroup *find_group(Manager *m, const char *path) {
         return NULL;
 }
 
-uint64_t manager_runtime_shares(const Manager *m, const char *path) {
-        for (size_t i = 0; i < m->n_runtime_shares; i++)
-                if (streq(m->runtime_shares[i].path, path))
-                        return m->runtime_shares[i].shares;
-        return 0;
-}
-
 /* One row of ListGroups: (path, util, runnable, load, shares, cpus, policy, reason). */
 static int append_group(sd_bus_message *reply, const ManagedGroup *g) {
         _cleanup_free_ char *path_alloc = NULL, *reason_alloc = NULL, *cpus = cpumask_to_list(&g->cpus);
@@ -113,7 +121,7 @@ static int append_group(sd_bus_message *reply, const ManagedGroup *g) {
 static int property_policy(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
                            _unused_ const char *property, sd_bus_message *reply, void *userdata,
                            _unused_ sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ((ManagerBus *) userdata)->manager;
 
         return sd_bus_message_append(reply, "s", policy_to_string(m->policy));
 }
@@ -126,7 +134,7 @@ static int property_policies(_unused_ sd_bus *bus, _unused_ const char *path, _u
 
 static int property_string(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
                            const char *property, sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ((ManagerBus *) userdata)->manager;
         _cleanup_free_ char *alloc = NULL;
         const char *v = NULL;
 
@@ -151,7 +159,7 @@ static int property_string(_unused_ sd_bus *bus, _unused_ const char *path, _unu
 
 static int property_u64(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
                         const char *property, sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ((ManagerBus *) userdata)->manager;
         uint64_t v = 0;
 
         if (streq(property, "SampleIntervalUSec"))
@@ -168,7 +176,7 @@ static int property_u64(_unused_ sd_bus *bus, _unused_ const char *path, _unused
 static int property_dry_run(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
                             _unused_ const char *property, sd_bus_message *reply, void *userdata,
                             _unused_ sd_bus_error *error) {
-        Manager *m = userdata;
+        Manager *m = ((ManagerBus *) userdata)->manager;
 
         return sd_bus_message_append(reply, "b", m->dry_run);
 }
@@ -177,7 +185,7 @@ static int property_dry_run(_unused_ sd_bus *bus, _unused_ const char *path, _un
 
 static int method_list_groups(sd_bus_message *msg, void *userdata, _unused_ sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        Manager *m = ((ManagerBus *) userdata)->manager;
         int r;
 
         r = sd_bus_message_new_method_return(msg, &reply);
@@ -194,7 +202,7 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, _unused_ sd_b
 
 static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-        Manager *m = userdata;
+        Manager *m = ((ManagerBus *) userdata)->manager;
         const ManagedGroup *g;
         const char *path;
         int r;
@@ -219,7 +227,7 @@ static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *e
 
 static int method_get_topology(sd_bus_message *msg, void *userdata, _unused_ sd_bus_error *error) {
         _cleanup_json_ json_object *o = NULL;
-        Manager *m = userdata;
+        Manager *m = ((ManagerBus *) userdata)->manager;
         const char *s;
         int r;
 
@@ -235,136 +243,119 @@ static int method_get_topology(sd_bus_message *msg, void *userdata, _unused_ sd_
 /* ---- Changes ---------------------------------------------------------------------------------- */
 
 /*
- * Checks a change's arguments (execute false), or checks them again and makes the change (execute
- * true: the caller is allowed; uid and pid for the log). Errors go into error; returns < 0 then.
+ * The change methods, one handler each: it checks the call's arguments (caller NULL), or checks
+ * them again and asks the Manager for the change (caller: the one allowed). Errors go into error;
+ * returns < 0 then.
  */
-static int run_change(Manager *m, sd_bus_message *msg, BusCall kind, bool execute, uid_t uid, pid_t pid,
-                      sd_bus_error *error) {
+typedef int (*ChangeHandler)(Manager *m, sd_bus_message *msg, const Caller *caller, sd_bus_error *error);
+
+static int change_set_policy(Manager *m, sd_bus_message *msg, const Caller *caller, sd_bus_error *error) {
+        const char *name;
+        Policy p;
+        int r;
+
+        r = sd_bus_message_read(msg, "s", &name);
+        if (r < 0)
+                return r;
+        p = policy_from_string(name);
+        if (p == POLICY_INVALID) {
+                _cleanup_free_ char *alloc = NULL;
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Unknown policy \"%s\": use power, performance or balanced.",
+                                         strna(utf8_escape(name, &alloc)));
+        }
+        if (!caller)
+                return 0;
+        log_info("SetPolicy(\"%s\") by uid %u, pid %d: policy %s -> %s from the next round.", name, (unsigned) caller->uid,
+                 (int) caller->pid, policy_to_string(m->policy), name);
+        return manager_set_policy(m, p);
+}
+
+static int change_set_group_shares(Manager *m, sd_bus_message *msg, const Caller *caller, sd_bus_error *error) {
+        const char *path;
+        uint64_t shares;
+        const ManagedGroup *g;
+        int r;
+
+        r = sd_bus_message_read(msg, "st", &path, &shares);
+        if (r < 0)
+                return r;
+        g = find_group(m, path);
+        if (!g) {
+                _cleanup_free_ char *alloc = NULL;
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
+                                         strna(utf8_escape(path, &alloc)));
+        }
+        if (shares != 0 && (shares < MANAGER_SHARES_MIN || shares > MANAGER_SHARES_MAX))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "Shares %" PRIu64 " out of range: 2 to 262144 (cpu.shares), or 0 for the configured value.",
+                                         shares);
+        if (!caller)
+                return 0;
+
+        r = manager_set_group_shares(m, g->path, shares);
+        if (r < 0)
+                return r;
+        log_info("SetGroupShares(\"%s\", %" PRIu64 ") by uid %u, pid %d: %s from the next round.", g->path, shares,
+                 (unsigned) caller->uid, (int) caller->pid, shares == 0 ? "the configured shares again" : "new shares");
+        return 0;
+}
+
+static int change_reload(Manager *m, _unused_ sd_bus_message *msg, const Caller *caller, sd_bus_error *error) {
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (!caller)
+                return 0;
+        log_info("Reload() by uid %u, pid %d.", (unsigned) caller->uid, (int) caller->pid);
+        r = manager_reload(m, &why);
+        if (r < 0) {
+                _cleanup_free_ char *alloc = NULL;
+
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "The configuration was not reloaded; the old settings stay: %s",
+                                         why ? strna(utf8_escape(why, &alloc)) : "see the log.");
+        }
+        return 0;
+}
+
+static const struct {
+        const char *name;
+        ChangeHandler handler;
+} changes[_CALL_MAX] = {
+        [CALL_SET_POLICY] = { "SetPolicy", change_set_policy },
+        [CALL_SET_GROUP_SHARES] = { "SetGroupShares", change_set_group_shares },
+        [CALL_RELOAD] = { "Reload", change_reload },
+};
+
+/* A change's arguments checked (caller NULL), or checked again and the change made. */
+static int run_change(Manager *m, sd_bus_message *msg, BusCall kind, const Caller *caller, sd_bus_error *error) {
         int r;
 
         r = sd_bus_message_rewind(msg, true);
         if (r < 0)
                 return r;
-
-        switch (kind) {
-        case CALL_SET_POLICY: {
-                const char *name;
-                Policy p;
-
-                r = sd_bus_message_read(msg, "s", &name);
-                if (r < 0)
-                        return r;
-                p = policy_from_string(name);
-                if (p == POLICY_INVALID) {
-                        _cleanup_free_ char *alloc = NULL;
-
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Unknown policy \"%s\": use power, performance or balanced.",
-                                                 strna(utf8_escape(name, &alloc)));
-                }
-                if (!execute)
-                        return 0;
-                log_info("SetPolicy(\"%s\") by uid %u, pid %d: policy %s -> %s from the next round.", name, (unsigned) uid,
-                         (int) pid, policy_to_string(m->policy), name);
-                m->runtime_policy = p;
-                manager_settings_changed(m);
-                manager_notify_status(m);
-                return 0;
-        }
-
-        case CALL_SET_GROUP_SHARES: {
-                const char *path;
-                uint64_t shares;
-                ManagedGroup *g;
-                RuntimeShares *rs = NULL;
-
-                r = sd_bus_message_read(msg, "st", &path, &shares);
-                if (r < 0)
-                        return r;
-                g = find_group(m, path);
-                if (!g) {
-                        _cleanup_free_ char *alloc = NULL;
-
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
-                                                 strna(utf8_escape(path, &alloc)));
-                }
-                if (shares != 0 && (shares < SHARES_MIN || shares > SHARES_MAX))
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "Shares %" PRIu64 " out of range: 2 to 262144 (cpu.shares), or 0 for the configured value.",
-                                                 shares);
-                if (!execute)
-                        return 0;
-
-                for (size_t i = 0; i < m->n_runtime_shares; i++)
-                        if (streq(m->runtime_shares[i].path, g->path))
-                                rs = &m->runtime_shares[i];
-                if (shares == 0) {
-                        const GroupConfig *c = config_find_group(m->config, g->path);
-
-                        if (rs) {
-                                free(rs->path);
-                                *rs = m->runtime_shares[--m->n_runtime_shares];
-                        }
-                        /* With no Shares= the group's own value goes back: the one recorded before peltd wrote it. */
-                        g->shares_put_back = !c || c->shares == 0 ? manager_original_shares(m, g) : 0;
-                } else if (rs)
-                        rs->shares = shares;
-                else {
-                        RuntimeShares *n = reallocarray(m->runtime_shares, m->n_runtime_shares + 1, sizeof *n);
-                        char *p = strdup(g->path);
-
-                        if (n)
-                                m->runtime_shares = n;
-                        if (!n || !p) {
-                                free(p);
-                                return -ENOMEM;
-                        }
-                        m->runtime_shares[m->n_runtime_shares++] = (RuntimeShares){ .path = p, .shares = shares };
-                }
-                log_info("SetGroupShares(\"%s\", %" PRIu64 ") by uid %u, pid %d: %s from the next round.", g->path, shares,
-                         (unsigned) uid, (int) pid, shares == 0 ? "the configured shares again" : "new shares");
-                return 0;
-        }
-
-        case CALL_RELOAD: {
-                _cleanup_free_ char *why = NULL;
-
-                if (!execute)
-                        return 0;
-                log_info("Reload() by uid %u, pid %d.", (unsigned) uid, (int) pid);
-                (void) sd_notify(false, "RELOADING=1");
-                r = manager_reload(m, &why);
-                (void) sd_notify(false, "READY=1");
-                manager_notify_status(m);
-                if (r < 0) {
-                        _cleanup_free_ char *alloc = NULL;
-
-                        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-                                                 "The configuration was not reloaded; the old settings stay: %s",
-                                                 why ? strna(utf8_escape(why, &alloc)) : "see the log.");
-                }
-                return 0;
-        }
-        }
-        return -EINVAL;
+        return changes[kind].handler(m, msg, caller, error);
 }
 
-static void reply_change(Manager *m, sd_bus_message *msg, BusCall kind, uid_t uid, pid_t pid) {
+static void reply_change(Manager *m, sd_bus_message *msg, BusCall kind, const Caller *caller) {
         _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-        int r = run_change(m, msg, kind, true, uid, pid, &error);
+        int r = run_change(m, msg, kind, caller, &error);
 
         if (r < 0 && !sd_bus_error_is_set(&error))
                 sd_bus_error_set_errno(&error, r);
         r = sd_bus_error_is_set(&error) ? sd_bus_reply_method_error(msg, &error) : sd_bus_reply_method_return(msg, NULL);
         if (r < 0)
-                log_debug_errno(r, "Failed to answer %s: %m", call_names[kind]);
+                log_debug_errno(r, "Failed to answer %s: %m", changes[kind].name);
 }
 
 static void reply_denied(sd_bus_message *msg, BusCall kind, const char *why) {
-        int r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: %s", call_names[kind], why);
+        int r = sd_bus_reply_method_errorf(msg, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: %s", changes[kind].name, why);
 
         if (r < 0)
-                log_debug_errno(r, "Failed to answer %s: %m", call_names[kind]);
+                log_debug_errno(r, "Failed to answer %s: %m", changes[kind].name);
 }
 
 static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
@@ -379,7 +370,7 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bu
                 else if (sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT))
                         reply_denied(q->call, q->kind, "polkit did not answer within 10 s.");
                 else {
-                        log_warning("polkit failed to check %s for uid %u: %s", call_names[q->kind], (unsigned) q->uid,
+                        log_warning("polkit failed to check %s for uid %u: %s", changes[q->kind].name, (unsigned) q->caller.uid,
                                     strna(e->message));
                         reply_denied(q->call, q->kind, "polkit could not check the caller.");
                 }
@@ -393,7 +384,7 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bu
         if (r < 0)
                 reply_denied(q->call, q->kind, "polkit's answer did not parse.");
         else if (authorized)
-                reply_change(q->m, q->call, q->kind, q->uid, q->pid);
+                reply_change(q->b->manager, q->call, q->kind, &q->caller);
         else if (challenge)
                 reply_denied(q->call, q->kind,
                              "authentication is required for org.peltd1.manage (allow interactive authorization, e.g. run peltctl in a terminal).");
@@ -407,43 +398,42 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bu
  * A change: arguments checked, then the caller authorized — root at once, anyone else by polkit,
  * asked without waiting (the call is answered from on_polkit_reply()).
  */
-static int method_change(sd_bus_message *msg, Manager *m, BusCall kind, sd_bus_error *error) {
+static int method_change(sd_bus_message *msg, ManagerBus *b, BusCall kind, sd_bus_error *error) {
         _cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *check = NULL;
         AuthQuery *q;
-        uid_t euid = (uid_t) -1;
-        pid_t pid = 0;
+        Caller caller = { .uid = (uid_t) -1 };
         const char *sender;
         int r;
 
-        r = run_change(m, msg, kind, false, 0, 0, error);
+        r = run_change(b->manager, msg, kind, NULL, error);
         if (r < 0)
                 return r;
 
         r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds);
         if (r >= 0)
-                r = sd_bus_creds_get_euid(creds, &euid);
+                r = sd_bus_creds_get_euid(creds, &caller.uid);
         if (r < 0)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: the caller is unknown.",
-                                         call_names[kind]);
-        (void) sd_bus_creds_get_pid(creds, &pid);
-        if (euid == 0) {
-                reply_change(m, msg, kind, euid, pid);
+                                         changes[kind].name);
+        (void) sd_bus_creds_get_pid(creds, &caller.pid);
+        if (caller.uid == 0) {
+                reply_change(b->manager, msg, kind, &caller);
                 return 1;
         }
 
         sender = sd_bus_message_get_sender(msg);
         if (!sender)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: the caller is unknown.",
-                                         call_names[kind]);
+                                         changes[kind].name);
         q = new0(AuthQuery, 1);
         if (!q)
                 return -ENOMEM;
-        *q = (AuthQuery){ .m = m, .call = sd_bus_message_ref(msg), .kind = kind, .uid = euid, .pid = pid };
-        q->next = m->auth_queries;
+        *q = (AuthQuery){ .b = b, .call = sd_bus_message_ref(msg), .kind = kind, .caller = caller };
+        q->next = b->auth_queries;
         if (q->next)
                 q->next->prev = q;
-        m->auth_queries = q;
+        b->auth_queries = q;
 
         r = sd_bus_message_new_method_call(sd_bus_message_get_bus(msg), &check, "org.freedesktop.PolicyKit1",
                                            "/org/freedesktop/PolicyKit1/Authority", "org.freedesktop.PolicyKit1.Authority",
@@ -457,7 +447,7 @@ static int method_change(sd_bus_message *msg, Manager *m, BusCall kind, sd_bus_e
         if (r < 0) {
                 auth_query_free(q);
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: polkit could not be asked.",
-                                         call_names[kind]);
+                                         changes[kind].name);
         }
         return 1;
 }
@@ -506,103 +496,111 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
-/* ---- Signals ---------------------------------------------------------------------------------- */
+/* ---- Signals: the Manager's hooks ------------------------------------------------------------- */
 
-static bool bus_up(const Manager *m) {
-        return m->bus && m->bus_owned && sd_bus_is_open(m->bus) > 0;
+static bool bus_up(const ManagerBus *b) {
+        return b->bus && b->owned && sd_bus_is_open(b->bus) > 0;
 }
 
-void manager_bus_policy_changed(Manager *m) {
+/* PropertiesChanged for Policy. */
+static void on_policy_changed(_unused_ Policy policy, void *userdata) {
+        ManagerBus *b = userdata;
         int r;
 
-        if (!bus_up(m))
+        if (!bus_up(b))
                 return;
-        r = sd_bus_emit_properties_changed(m->bus, BUS_PATH, BUS_INTERFACE, "Policy", NULL);
+        r = sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_INTERFACE, "Policy", NULL);
         if (r < 0)
                 log_debug_errno(r, "Failed to send PropertiesChanged for Policy: %m");
 }
 
-void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuMask *old_cpus, uint64_t old_shares,
-                                   const PolicyResult *res) {
+/* The PlacementChanged signal of an applied change. */
+static void on_placement_changed(const PlacementChange *c, void *userdata) {
+        ManagerBus *b = userdata;
         _cleanup_free_ char *pa = NULL, *ra = NULL, *old = NULL, *cpus = NULL;
         const char *path, *reason;
         int r;
 
-        if (!bus_up(m))
+        if (!bus_up(b))
                 return;
-        old = cpumask_to_list(old_cpus);
-        cpus = cpumask_to_list(&res->cpus);
-        path = utf8_escape(g->path, &pa);
-        reason = utf8_escape(res->reason, &ra);
+        old = cpumask_to_list(c->old_cpus);
+        cpus = cpumask_to_list(c->cpus);
+        path = utf8_escape(c->path, &pa);
+        reason = utf8_escape(c->reason, &ra);
         if (!old || !cpus || !path || !reason) {
                 log_oom();
                 return;
         }
-        r = sd_bus_emit_signal(m->bus, BUS_PATH, BUS_INTERFACE, "PlacementChanged", "sssttss", path, old, cpus, old_shares,
-                               res->shares, policy_to_string(res->policy) ?: "", reason);
+        r = sd_bus_emit_signal(b->bus, BUS_PATH, BUS_INTERFACE, "PlacementChanged", "sssttss", path, old, cpus, c->old_shares,
+                               c->shares, policy_to_string(c->policy) ?: "", reason);
         if (r < 0)
-                log_debug_errno(r, "Failed to send PlacementChanged for %s: %m", g->path);
+                log_debug_errno(r, "Failed to send PlacementChanged for %s: %m", c->path);
 }
+
+static const ManagerHooks bus_hooks = {
+        .placement_changed = on_placement_changed,
+        .policy_changed = on_policy_changed,
+};
 
 /* ---- The connection ----------------------------------------------------------------------------- */
 
-static void bus_close(Manager *m) {
-        while (m->auth_queries)
-                auth_query_free(m->auth_queries); /* their callers went with the bus */
-        m->bus = sd_bus_flush_close_unref(m->bus);
-        m->bus_owned = false;
+static void bus_close(ManagerBus *b) {
+        while (b->auth_queries)
+                auth_query_free(b->auth_queries); /* their callers went with the bus */
+        b->bus = sd_bus_flush_close_unref(b->bus);
+        b->owned = false;
 }
 
-static int bus_connect(Manager *m, bool at_start);
+static int bus_connect(ManagerBus *b, bool at_start);
 
-static void bus_schedule_retry(Manager *m) {
+static void bus_schedule_retry(ManagerBus *b) {
         int r;
 
-        if (!m->bus_retry)
+        if (!b->retry)
                 return; /* said at start */
-        r = sd_event_source_set_time(m->bus_retry, now_usec(CLOCK_MONOTONIC) + BUS_RETRY_USEC);
+        r = sd_event_source_set_time(b->retry, now_usec(CLOCK_MONOTONIC) + BUS_RETRY_USEC);
         if (r >= 0)
-                r = sd_event_source_set_enabled(m->bus_retry, SD_EVENT_ONESHOT);
+                r = sd_event_source_set_enabled(b->retry, SD_EVENT_ONESHOT);
         if (r < 0)
                 log_warning_errno(r, "Failed to arm the bus reconnect timer (%m); running without D-Bus until restarted.");
 }
 
 static int on_bus_retry(_unused_ sd_event_source *s, _unused_ uint64_t usec, void *userdata) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
 
-        bus_close(m);
-        if (bus_connect(m, false) < 0)
-                bus_schedule_retry(m);
+        bus_close(b);
+        if (bus_connect(b, false) < 0)
+                bus_schedule_retry(b);
         return 0;
 }
 
 static int on_disconnected(_unused_ sd_bus_message *msg, void *userdata, _unused_ sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
 
         log_warning("Lost the system bus; placing goes on, and org.peltd1 is owned again when the bus is back.");
-        m->bus_said = true;
-        m->bus_owned = false;
+        b->said = true;
+        b->owned = false;
         /* Not closed here, inside its own dispatch: the retry timer does it. */
-        bus_schedule_retry(m);
+        bus_schedule_retry(b);
         return 0;
 }
 
 static int on_name_acquired(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *error) {
-        Manager *m = userdata;
+        ManagerBus *b = userdata;
         const sd_bus_error *e = sd_bus_message_get_error(reply);
 
         if (e) {
-                if (!m->bus_said)
+                if (!b->said)
                         log_warning("Failed to own %s on the system bus (%s); running without D-Bus, trying again.", BUS_NAME,
                                     strna(e->message));
-                m->bus_said = true;
-                bus_schedule_retry(m);
+                b->said = true;
+                bus_schedule_retry(b);
                 return 0;
         }
-        m->bus_owned = true;
-        if (m->bus_said)
+        b->owned = true;
+        if (b->said)
                 log_info("Connected to the system bus again; %s is ours.", BUS_NAME);
-        m->bus_said = false;
+        b->said = false;
         return 0;
 }
 
@@ -611,66 +609,82 @@ static int on_name_acquired(sd_bus_message *reply, void *userdata, _unused_ sd_b
  * waiting. Logs "without D-Bus" once per episode. Returns < 0 when the connection could not be
  * made (then retry).
  */
-static int bus_connect(Manager *m, bool at_start) {
+static int bus_connect(ManagerBus *b, bool at_start) {
         _cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
         int r;
 
         r = sd_bus_open_system(&bus);
         if (r >= 0)
-                r = sd_bus_add_object_vtable(bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, m);
+                r = sd_bus_add_object_vtable(bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, b);
         if (r >= 0)
                 r = sd_bus_match_signal(bus, NULL, "org.freedesktop.DBus.Local", "/org/freedesktop/DBus/Local",
-                                        "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, m);
+                                        "org.freedesktop.DBus.Local", "Disconnected", on_disconnected, b);
         if (r >= 0)
-                r = sd_bus_attach_event(bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+                r = sd_bus_attach_event(bus, b->manager->event, SD_EVENT_PRIORITY_NORMAL);
         if (r < 0) {
-                if (!m->bus_said)
+                if (!b->said)
                         log_notice_errno(r, "No system bus (%m); running without D-Bus (peltctl cannot reach this daemon), trying again every %u s.",
                                          (unsigned) (BUS_RETRY_USEC / USEC_PER_SEC));
-                m->bus_said = true;
+                b->said = true;
                 return r;
         }
-        m->bus = TAKE_PTR(bus);
+        b->bus = TAKE_PTR(bus);
 
         if (at_start) {
-                r = sd_bus_request_name(m->bus, BUS_NAME, 0);
+                r = sd_bus_request_name(b->bus, BUS_NAME, 0);
                 if (r < 0) {
                         log_warning_errno(r, "Failed to own %s on the system bus (%m); running without D-Bus, trying again.",
                                           BUS_NAME);
-                        m->bus_said = true;
-                        bus_close(m);
+                        b->said = true;
+                        bus_close(b);
                         return r;
                 }
-                m->bus_owned = true;
+                b->owned = true;
                 log_info("Owning %s on the system bus.", BUS_NAME);
                 return 0;
         }
-        r = sd_bus_request_name_async(m->bus, NULL, BUS_NAME, 0, on_name_acquired, m);
+        r = sd_bus_request_name_async(b->bus, NULL, BUS_NAME, 0, on_name_acquired, b);
         if (r < 0) {
-                bus_close(m);
+                bus_close(b);
                 return r;
         }
         return 0;
 }
 
-void manager_bus_start(Manager *m) {
+int manager_bus_start(Manager *m, ManagerBus **ret) {
+        _cleanup_manager_bus_ ManagerBus *b = NULL;
         int r;
 
-        r = sd_event_add_time(m->event, &m->bus_retry, CLOCK_MONOTONIC, 0, 0, on_bus_retry, m);
+        b = new0(ManagerBus, 1);
+        if (!b)
+                return log_oom();
+        b->manager = m;
+        r = manager_add_hooks(m, &bus_hooks, b);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register the D-Bus API's hooks: %m");
+
+        r = sd_event_add_time(m->event, &b->retry, CLOCK_MONOTONIC, 0, 0, on_bus_retry, b);
         if (r < 0) {
                 log_warning_errno(r, "Failed to add the bus reconnect timer: %m");
-                m->bus_retry = NULL;
+                b->retry = NULL;
         } else {
-                (void) sd_event_source_set_enabled(m->bus_retry, SD_EVENT_OFF);
-                (void) sd_event_source_set_description(m->bus_retry, "bus-retry");
+                (void) sd_event_source_set_enabled(b->retry, SD_EVENT_OFF);
+                (void) sd_event_source_set_description(b->retry, "bus-retry");
         }
-        if (bus_connect(m, true) < 0 && m->bus_retry)
-                bus_schedule_retry(m);
+        if (bus_connect(b, true) < 0 && b->retry)
+                bus_schedule_retry(b);
+        *ret = TAKE_PTR(b);
+        return 0;
 }
 
-void manager_bus_stop(Manager *m) {
-        m->bus_retry = sd_event_source_disable_unref(m->bus_retry);
-        if (m->bus && m->bus_owned && sd_bus_is_open(m->bus) > 0)
-                (void) sd_bus_release_name(m->bus, BUS_NAME);
-        bus_close(m);
+ManagerBus *manager_bus_free(ManagerBus *b) {
+        if (!b)
+                return NULL;
+        b->retry = sd_event_source_disable_unref(b->retry);
+        if (bus_up(b))
+                (void) sd_bus_release_name(b->bus, BUS_NAME);
+        bus_close(b);
+        manager_remove_hooks(b->manager, &bus_hooks, b);
+        free(b);
+        return NULL;
 }

@@ -23,7 +23,7 @@ void managed_group_done(ManagedGroup *g) {
         free(g->placed);
 }
 
-static ManagedGroup *find_group(Manager *m, const char *path) {
+ManagedGroup *manager_find_group(Manager *m, const char *path) {
         size_t lo = 0, hi = m->n_groups;
 
         while (lo < hi) {
@@ -51,7 +51,7 @@ static ManagedGroup *group_of_path(Manager *m, const char *path) {
         for (;;) {
                 char *slash;
 
-                g = find_group(m, buf);
+                g = manager_find_group(m, buf);
                 if (g)
                         return g;
                 slash = strrchr(buf, '/');

@@ -2,14 +2,17 @@
 #pragma once
 
 /*
- * What the daemon's own files share: the Manager and its managed groups. Only manager.c,
- * manager-groups.c and manager-apply.c include this; everything else sees the Manager through
- * peltd/manager.h.
+ * What the daemon's own files share: the Manager and its managed groups. The manager*.c files
+ * include this (and the tests of applying); everything else sees the Manager through
+ * peltd/manager.h. It includes none of them: manager.c calls manager-groups.c and
+ * manager-apply.c, and nothing calls back; the bus and the metrics file call manager.c, which
+ * tells them what changes through the hooks they register (ManagerHooks), never by name.
  *
- *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug) and rounds
+ *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug), its
+ *                     rounds, its runtime settings, and what it tells its hooks
  *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
- *   manager-apply.c   applying a group's plan, the change log and its journal fields, restoring
- *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization
+ *   manager-apply.c   applying a group's plan and the change log with its journal fields; restoring
+ *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
  */
 
@@ -26,7 +29,6 @@
 #include "peltd/config.h"
 #include "peltd/cpumask.h"
 #include "peltd/energy.h"
-#include "peltd/manager.h"
 #include "peltd/originals.h"
 #include "peltd/policy.h"
 #include "peltd/rootdir.h"
@@ -97,9 +99,12 @@ typedef struct RuntimeShares {
         uint64_t shares;
 } RuntimeShares;
 
-typedef struct AuthQuery AuthQuery;
+typedef struct Manager Manager;    /* as in peltd/manager.h, which this does not include */
 typedef struct Planning Planning;
-typedef struct ManagerMetrics ManagerMetrics;
+struct ManagerHooks;
+
+/* Who is told of changes (manager_add_hooks()): the bus and the metrics file, so far. */
+#define MANAGER_HOOKS_MAX 4
 
 struct Manager {
         Args args;
@@ -147,17 +152,18 @@ struct Manager {
         uint64_t n_rounds;
         Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
 
-        /* The D-Bus API (manager-bus.c). */
-        sd_bus *bus;                 /* org.peltd1's connection; NULL while there is none */
-        sd_event_source *bus_retry;  /* connects again while there is none */
-        bool bus_owned;              /* the name is ours */
-        bool bus_said;               /* "running without the bus" said (once per episode) */
-        AuthQuery *auth_queries;     /* calls waiting for polkit */
+        /* The runtime settings (manager_set_policy(), manager_set_group_shares()), kept until the daemon stops. */
         Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
         RuntimeShares *runtime_shares;
         size_t n_runtime_shares;
 
-        ManagerMetrics *metrics;     /* manager-metrics.c */
+        nsec_t sampling_cpu_ns;      /* this thread's CPU time in sampling_round(), for the metrics */
+
+        struct {
+                const struct ManagerHooks *hooks;
+                void *userdata;
+        } hooks[MANAGER_HOOKS_MAX];
+        size_t n_hooks;
 };
 
 /* For log lines: a list longer than buf is cut and ends in "..." (never a key or a value written). */
@@ -168,53 +174,25 @@ static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
 
 /* manager.c */
 
-/* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
-void manager_notify_status(Manager *m);
+/*
+ * Applies a round's plans (manager_apply_plans()) and tells what changed: each change counted,
+ * told to the hooks (PlacementChanged) and shown in STATUS=. The daemon's rounds call it, and so
+ * do the tests of applying; manager_apply_group() is the same for one group, and returns 0.
+ */
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                          const uint64_t *cur_shares, size_t n);
+int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
 
 void planning_free(Planning *p);
 /* Something the plan depends on changed that the planner's inputs do not show (the topology): plan again. */
 void planning_invalidate(Manager *m);
 
-/* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
-void manager_settings_changed(Manager *m);
-
-/*
- * Reads the configuration again (SIGHUP, Reload()); the old settings stay when it is broken.
- * Returns 0, or a negative errno with *ret_message (may be NULL) saying what was wrong.
- */
-int manager_reload(Manager *m, char **ret_message);
-
-/* manager-bus.c */
-
-/*
- * Connects to the system bus and owns org.peltd1 (before READY=1); without a bus the daemon runs
- * on and says so once, and connects again when the bus is back. Never fails the daemon.
- */
-void manager_bus_start(Manager *m);
-void manager_bus_stop(Manager *m);
-/* PropertiesChanged for Policy. */
-void manager_bus_policy_changed(Manager *m);
-/* The PlacementChanged signal of an applied change. */
-void manager_bus_placement_changed(Manager *m, const ManagedGroup *g, const CpuMask *old_cpus, uint64_t old_shares,
-                                   const PolicyResult *res);
-/* The runtime shares of a group path (SetGroupShares), 0: none. */
-uint64_t manager_runtime_shares(const Manager *m, const char *path);
-
-/* manager-metrics.c */
-
-/* The metrics file's timer, before the first round. Logs its errors. */
-int manager_metrics_start(Manager *m);
-/* A round starts: counted, and the file written after it, at most once a second. */
-void manager_metrics_round(Manager *m, bool task_round);
-/* sampling_round() now, its CPU time (this thread's) counted for peltd_sampling_cpu_seconds_total. */
-int manager_sample(Manager *m, bool task_round);
-/* The daemon stops: the file is removed. */
-void manager_metrics_stop(Manager *m);
-void manager_metrics_free(Manager *m);
-
 /* manager-groups.c */
 
 void managed_group_done(ManagedGroup *g);
+
+/* The managed group at path (as the sampler gives it), or NULL. */
+ManagedGroup *manager_find_group(Manager *m, const char *path);
 
 /* Brings the managed list in line with the sampler's groups (both sorted by path). 0 or -ENOMEM. */
 int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n);
@@ -252,16 +230,23 @@ void manager_resolve_target(Manager *m, ManagedGroup *g);
 
 /* manager-apply.c */
 
+/* A placement applied: its group, the plan it holds now, and what it held before. */
+typedef struct AppliedChange {
+        ManagedGroup *group;
+        const PolicyResult *res;
+        CpuMask old_cpus;
+        uint64_t old_shares;         /* as read before the write (v2: the weight, as shares) */
+} AppliedChange;
+
 /*
  * Applies a round's plans: for each group whose plan differs from its current set and shares
  * (cur_shares[i], as read), or that drifted, the batch is read; then the records of all of them are
  * saved with one write of the state file, and only then are they written (in a dry run: said,
- * once a plan). Each change is logged; failures are logged once here.
+ * once a plan). Each change is logged; failures are logged once here. Returns 0 with the changes
+ * of placement in *ret_changes (NULL when none; free it), or -ENOMEM with nothing written.
  */
-void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
-                          const uint64_t *cur_shares, size_t n);
-/* manager_apply_groups() for one group; returns 0. */
-int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
+int manager_apply_plans(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                        const uint64_t *cur_shares, size_t n, AppliedChange **ret_changes, size_t *ret_n_changes);
 
 /*
  * Puts back every recorded original (why: for the log line). Returns 0, the number of values that

@@ -14,6 +14,7 @@
 #include "build-config.h"
 #include "peltd/energy.h"
 #include "peltd/log.h"
+#include "peltd/manager-metrics.h"
 #include "peltd/metrics.h"
 
 #include "manager-internal.h"
@@ -24,9 +25,9 @@
 #define METRICS_ACCURACY_USEC (10 * USEC_PER_MSEC)
 
 struct ManagerMetrics {
+        Manager *manager;
         sd_event_source *timer;
         uint64_t group_rounds, task_rounds;
-        nsec_t sampling_cpu_ns;
         nsec_t metrics_cpu_ns;       /* this thread's CPU time in write_metrics() */
         usec_t last_write_usec;      /* when the timer last ran; 0: never */
         char *written;               /* the file as last written, removed when MetricsFile= moves and at stop */
@@ -55,7 +56,8 @@ static const ManagedGroup *managed_of(const Manager *m, const SampledGroup *sg, 
  * planner's policy_plan_energy() does: over the CPUs it may use now, and over every online CPU.
  * Groups and their paths belong to the sampler until its next call: render before that.
  */
-static int take_snapshot(Manager *m, MetricsSnapshot *ret, MetricsGroup **ret_groups) {
+static int take_snapshot(const ManagerMetrics *mm, MetricsSnapshot *ret, MetricsGroup **ret_groups) {
+        const Manager *m = mm->manager;
         const Topology *t = m->topology;
         _cleanup_free_ MetricsGroup *groups = NULL;
         _cleanup_free_ double *placed = NULL, *spread = NULL;
@@ -89,13 +91,13 @@ static int take_snapshot(Manager *m, MetricsSnapshot *ret, MetricsGroup **ret_gr
         *ret = (MetricsSnapshot){
                 .version = PELTD_VERSION,
                 .policy = policy_to_string(m->policy),
-                .group_rounds = m->metrics->group_rounds,
-                .task_rounds = m->metrics->task_rounds,
+                .group_rounds = mm->group_rounds,
+                .task_rounds = mm->task_rounds,
                 /* Counted, not listed: sampling_threads() would decay every blocked thread's averages. */
                 .threads_tracked = m->task_tracking ? proc_sampler_n_threads(sampling_proc_sampler(m->sampling)) : 0,
                 .groups_managed = m->n_groups,
-                .sampling_cpu_ns = m->metrics->sampling_cpu_ns,
-                .metrics_cpu_ns = m->metrics->metrics_cpu_ns,
+                .sampling_cpu_ns = m->sampling_cpu_ns,
+                .metrics_cpu_ns = mm->metrics_cpu_ns,
                 .energy_estimate = energy_estimate(t, m->energy_model, placed),
                 .energy_estimate_spread = energy_estimate(t, m->energy_model, spread),
                 .groups = groups,
@@ -118,14 +120,14 @@ static void remove_written(ManagerMetrics *mm) {
         mm->written = NULL;
 }
 
-static int render_and_write(Manager *m, const char *path) {
+static int render_and_write(const ManagerMetrics *mm, const char *path) {
         _cleanup_free_ MetricsGroup *groups = NULL;
         _cleanup_free_ char *text = NULL;
         MetricsSnapshot s;
         size_t size;
         int r;
 
-        r = take_snapshot(m, &s, &groups);
+        r = take_snapshot(mm, &s, &groups);
         if (r >= 0)
                 r = metrics_render(&s, &text, &size);
         if (r >= 0)
@@ -133,9 +135,8 @@ static int render_and_write(Manager *m, const char *path) {
         return r;
 }
 
-static void write_metrics(Manager *m) {
-        ManagerMetrics *mm = m->metrics;
-        const char *path = m->config->metrics_file;
+static void write_metrics(ManagerMetrics *mm) {
+        const char *path = mm->manager->config->metrics_file;
         nsec_t cpu0 = now_nsec(CLOCK_THREAD_CPUTIME_ID);
         int r;
 
@@ -146,7 +147,7 @@ static void write_metrics(Manager *m) {
         if (!path)
                 return;
 
-        r = render_and_write(m, path);
+        r = render_and_write(mm, path);
         mm->metrics_cpu_ns += now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
         if (r < 0) {
                 if (mm->write_error == 0)
@@ -173,33 +174,17 @@ static int on_metrics_timer(_unused_ sd_event_source *s, _unused_ uint64_t usec,
 
 /* ---- The Manager's hooks ---------------------------------------------------------------------- */
 
-int manager_metrics_start(Manager *m) {
-        ManagerMetrics *mm = new0(ManagerMetrics, 1);
-        int r;
-
-        if (!mm)
-                return log_oom();
-        m->metrics = mm;
-        r = sd_event_add_time(m->event, &mm->timer, CLOCK_MONOTONIC, 0, METRICS_ACCURACY_USEC, on_metrics_timer, m);
-        if (r < 0)
-                return log_error_errno(r, "Failed to add the metrics timer: %m");
-        (void) sd_event_source_set_enabled(mm->timer, SD_EVENT_OFF);
-        (void) sd_event_source_set_description(mm->timer, "metrics");
-        return 0;
-}
-
-void manager_metrics_round(Manager *m, bool task_round) {
-        ManagerMetrics *mm = m->metrics;
+/* A round ran: counted, and the file written after it, at most once a second. */
+static void on_round_done(bool task_round, void *userdata) {
+        ManagerMetrics *mm = userdata;
         int enabled = SD_EVENT_OFF, r;
         usec_t next;
 
-        if (!mm)
-                return;
         if (task_round)
                 mm->task_rounds++;
         else
                 mm->group_rounds++;
-        if (!m->config->metrics_file && !mm->written)
+        if (!mm->manager->config->metrics_file && !mm->written)
                 return;
 
         /* Armed already: that write comes after this round and shows it. */
@@ -215,27 +200,45 @@ void manager_metrics_round(Manager *m, bool task_round) {
                 log_debug_errno(r, "Failed to arm the metrics timer: %m");
 }
 
-int manager_sample(Manager *m, bool task_round) {
-        nsec_t cpu0 = now_nsec(CLOCK_THREAD_CPUTIME_ID);
-        int r = sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round);
+/* The daemon stops: the file is removed. */
+static void on_stopping(void *userdata) {
+        ManagerMetrics *mm = userdata;
 
-        if (m->metrics)
-                m->metrics->sampling_cpu_ns += now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
-        return r;
+        (void) sd_event_source_set_enabled(mm->timer, SD_EVENT_OFF);
+        remove_written(mm);
 }
 
-void manager_metrics_stop(Manager *m) {
-        if (!m->metrics)
-                return;
-        (void) sd_event_source_set_enabled(m->metrics->timer, SD_EVENT_OFF);
-        remove_written(m->metrics);
+static const ManagerHooks metrics_hooks = {
+        .round_done = on_round_done,
+        .stopping = on_stopping,
+};
+
+int manager_metrics_start(Manager *m, ManagerMetrics **ret) {
+        _cleanup_manager_metrics_ ManagerMetrics *mm = NULL;
+        int r;
+
+        mm = new0(ManagerMetrics, 1);
+        if (!mm)
+                return log_oom();
+        mm->manager = m;
+        r = sd_event_add_time(m->event, &mm->timer, CLOCK_MONOTONIC, 0, METRICS_ACCURACY_USEC, on_metrics_timer, mm);
+        if (r < 0)
+                return log_error_errno(r, "Failed to add the metrics timer: %m");
+        (void) sd_event_source_set_enabled(mm->timer, SD_EVENT_OFF);
+        (void) sd_event_source_set_description(mm->timer, "metrics");
+        r = manager_add_hooks(m, &metrics_hooks, mm);
+        if (r < 0)
+                return log_error_errno(r, "Failed to register the metrics file's hooks: %m");
+        *ret = TAKE_PTR(mm);
+        return 0;
 }
 
-void manager_metrics_free(Manager *m) {
-        if (!m->metrics)
-                return;
-        sd_event_source_disable_unref(m->metrics->timer);
-        free(m->metrics->written);
-        free(m->metrics);
-        m->metrics = NULL;
+ManagerMetrics *manager_metrics_free(ManagerMetrics *mm) {
+        if (!mm)
+                return NULL;
+        manager_remove_hooks(mm->manager, &metrics_hooks, mm);
+        sd_event_source_disable_unref(mm->timer);
+        free(mm->written);
+        free(mm);
+        return NULL;
 }

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The Manager: its lifecycle, its event sources (the two round timers, signals, CPU hotplug) and
- * the rounds they run. Per-group reads live in manager-groups.c, applying and restoring in
- * manager-apply.c.
+ * The Manager: its lifecycle, its event sources (the two round timers, signals, CPU hotplug), the
+ * rounds they run, its runtime settings, and what it tells its hooks (the D-Bus API, the metrics
+ * file) of what changed. Per-group reads live in manager-groups.c, applying and restoring in
+ * manager-apply.c; this file calls those, and nothing it calls calls back.
  */
 #include <signal.h>
+#include <stdarg.h>
+#include <time.h>
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-daemon.h>
@@ -31,14 +34,12 @@
 Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
-        manager_bus_stop(m);
         for (size_t i = 0; i < m->n_runtime_shares; i++)
                 free(m->runtime_shares[i].path);
         free(m->runtime_shares);
         sd_event_source_disable_unref(m->group_timer);
         sd_event_source_disable_unref(m->task_timer);
         sd_event_source_disable_unref(m->hotplug_source);
-        manager_metrics_free(m);
         sd_event_unref(m->event);
         sampling_free(m->sampling);
         for (size_t i = 0; i < m->n_groups; i++)
@@ -62,9 +63,53 @@ Manager *manager_free(Manager *m) {
         return NULL;
 }
 
+/* ---- Hooks ------------------------------------------------------------------------------------ */
+
+int manager_add_hooks(Manager *m, const ManagerHooks *hooks, void *userdata) {
+        if (m->n_hooks >= ELEMENTSOF(m->hooks))
+                return -ENOSPC;
+        m->hooks[m->n_hooks].hooks = hooks;
+        m->hooks[m->n_hooks++].userdata = userdata;
+        return 0;
+}
+
+void manager_remove_hooks(Manager *m, const ManagerHooks *hooks, void *userdata) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks == hooks && m->hooks[i].userdata == userdata) {
+                        memmove(&m->hooks[i], &m->hooks[i + 1], (m->n_hooks - i - 1) * sizeof m->hooks[0]);
+                        m->n_hooks--;
+                        return;
+                }
+}
+
+static void tell_placement_changed(Manager *m, const PlacementChange *c) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->placement_changed)
+                        m->hooks[i].hooks->placement_changed(c, m->hooks[i].userdata);
+}
+
+static void tell_policy_changed(Manager *m) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->policy_changed)
+                        m->hooks[i].hooks->policy_changed(m->policy, m->hooks[i].userdata);
+}
+
+static void tell_round_done(Manager *m, bool task_round) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->round_done)
+                        m->hooks[i].hooks->round_done(task_round, m->hooks[i].userdata);
+}
+
+static void tell_stopping(Manager *m) {
+        for (size_t i = 0; i < m->n_hooks; i++)
+                if (m->hooks[i].hooks->stopping)
+                        m->hooks[i].hooks->stopping(m->hooks[i].userdata);
+}
+
 /* ---- Helpers ---------------------------------------------------------------------------------- */
 
-void manager_notify_status(Manager *m) {
+/* STATUS= for systemd: the policy, how many groups, how many changes and the last one. */
+static void manager_notify_status(Manager *m) {
         (void) sd_notifyf(false, "STATUS=Policy %s%s; %zu groups managed; %u changes%s%s%s%s", policy_to_string(m->policy),
                           m->dry_run ? " (dry run)" : "", m->n_groups, m->n_changes,
                           m->last_change[0] ? "; last: " : "", m->last_change,
@@ -102,13 +147,71 @@ static void apply_settings(Manager *m) {
         m->task_tracking = want_task_tracking(m);
 }
 
-void manager_settings_changed(Manager *m) {
+/* The settings changed (a reload, SetPolicy): the policy, dry run and thread tracking decided again. */
+static void settings_changed(Manager *m) {
         Policy old = m->policy;
 
         apply_settings(m);
         sampling_set_task_tracking(m->sampling, m->task_tracking);
         if (m->policy != old)
-                manager_bus_policy_changed(m);
+                tell_policy_changed(m);
+}
+
+/* ---- Runtime settings ------------------------------------------------------------------------- */
+
+/* The runtime shares of a group path (SetGroupShares), 0: none. */
+static uint64_t runtime_shares(const Manager *m, const char *path) {
+        for (size_t i = 0; i < m->n_runtime_shares; i++)
+                if (streq(m->runtime_shares[i].path, path))
+                        return m->runtime_shares[i].shares;
+        return 0;
+}
+
+int manager_set_policy(Manager *m, Policy policy) {
+        if (!policy_to_string(policy))
+                return -EINVAL;
+        m->runtime_policy = policy;
+        settings_changed(m);
+        manager_notify_status(m);
+        return 0;
+}
+
+int manager_set_group_shares(Manager *m, const char *path, uint64_t shares) {
+        ManagedGroup *g = manager_find_group(m, path);
+        RuntimeShares *rs = NULL;
+
+        if (!g)
+                return -ENOENT;
+        if (shares != 0 && (shares < MANAGER_SHARES_MIN || shares > MANAGER_SHARES_MAX))
+                return -ERANGE;
+
+        for (size_t i = 0; i < m->n_runtime_shares; i++)
+                if (streq(m->runtime_shares[i].path, g->path))
+                        rs = &m->runtime_shares[i];
+        if (shares == 0) {
+                const GroupConfig *c = config_find_group(m->config, g->path);
+
+                if (rs) {
+                        free(rs->path);
+                        *rs = m->runtime_shares[--m->n_runtime_shares];
+                }
+                /* With no Shares= the group's own value goes back: the one recorded before peltd wrote it. */
+                g->shares_put_back = !c || c->shares == 0 ? manager_original_shares(m, g) : 0;
+        } else if (rs)
+                rs->shares = shares;
+        else {
+                RuntimeShares *n = reallocarray(m->runtime_shares, m->n_runtime_shares + 1, sizeof *n);
+                char *p = strdup(g->path);
+
+                if (n)
+                        m->runtime_shares = n;
+                if (!n || !p) {
+                        free(p);
+                        return -ENOMEM;
+                }
+                m->runtime_shares[m->n_runtime_shares++] = (RuntimeShares){ .path = p, .shares = shares };
+        }
+        return 0;
 }
 
 static void update_capacities(Manager *m) {
@@ -293,7 +396,7 @@ static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
                         .nr_threads = p->nr_threads, .info_gen = g->info_gen, .pinned_narrower = p->pinned_narrower,
                 };
                 /* SetGroupShares wins over Shares=; taken back with no Shares=, the original goes back once. */
-                rt = manager_runtime_shares(m, g->path);
+                rt = runtime_shares(m, g->path);
                 if (rt == 0 && g->shares_put_back > 0 && p->config && p->config->shares > 0)
                         g->shares_put_back = 0;
                 if (rt > 0 || g->shares_put_back > 0) {
@@ -365,6 +468,43 @@ static int plan(Manager *m, size_t k, size_t n) {
         return 1;
 }
 
+/* A placement applied: counted, told (PlacementChanged), and the last change in STATUS. */
+static void placement_changed(Manager *m, const AppliedChange *c) {
+        char oldb[128], newb[128], tbuf[32];
+        time_t now = time(NULL);
+        struct tm tm;
+
+        m->n_changes++;
+        c->group->n_placements++;
+        tell_placement_changed(m, &(PlacementChange){ .path = c->group->path, .old_cpus = &c->old_cpus,
+                                                      .cpus = &c->res->cpus, .old_shares = c->old_shares,
+                                                      .shares = c->res->shares, .policy = c->res->policy,
+                                                      .reason = c->res->reason });
+        localtime_r(&now, &tm);
+        strftime(tbuf, sizeof tbuf, "%H:%M:%S", &tm);
+        snprintf(m->last_change, sizeof m->last_change, "%s %.200s %s -> %s", tbuf, c->group->path,
+                 fmt_cpus(&c->old_cpus, oldb, sizeof oldb), fmt_cpus(&c->res->cpus, newb, sizeof newb));
+        manager_notify_status(m);
+}
+
+void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
+                          const uint64_t *cur_shares, size_t n) {
+        _cleanup_free_ AppliedChange *changes = NULL;
+        size_t n_changes = 0;
+
+        if (manager_apply_plans(m, groups, res, cur_shares, n, &changes, &n_changes) < 0) {
+                log_oom(); /* its only failure: nothing was written */
+                return;
+        }
+        for (size_t i = 0; i < n_changes; i++)
+                placement_changed(m, &changes[i]);
+}
+
+int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
+        manager_apply_groups(m, &g, &res, &cur_shares, 1);
+        return 0;
+}
+
 static int plan_and_apply(Manager *m, bool task_round) {
         Planning *a;
         SampledGroup *sg = NULL;
@@ -428,6 +568,15 @@ static int plan_and_apply(Manager *m, bool task_round) {
         return 0;
 }
 
+/* sampling_round() now, its CPU time (this thread's) counted for peltd_sampling_cpu_seconds_total. */
+static int sample(Manager *m, bool task_round) {
+        nsec_t cpu0 = now_nsec(CLOCK_THREAD_CPUTIME_ID);
+        int r = sampling_round(m->sampling, now_nsec(CLOCK_MONOTONIC), task_round);
+
+        m->sampling_cpu_ns += now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+        return r;
+}
+
 /*
  * A round that cannot sample because CgroupRoot= is not there (yet, or any more) is complete: there
  * is nothing to manage. Said once, and again when it is back; the daemon keeps what it recorded.
@@ -480,7 +629,6 @@ static int manager_round(Manager *m, bool task_round) {
         int r;
 
         m->n_rounds++;
-        manager_metrics_round(m, task_round);
 
         /* The cheap fallback for lost hotplug events. */
         if (topology_online_changed(m->topology, m->sysfs) > 0)
@@ -493,10 +641,16 @@ static int manager_round(Manager *m, bool task_round) {
                 return 0;
         }
 
-        r = note_sample_error(m, manager_sample(m, task_round));
+        r = note_sample_error(m, sample(m, task_round));
         if (r != 0)
                 return r < 0 ? r : 0;
         return plan_and_apply(m, task_round);
+}
+
+/* A round run, its outcome noted, and told (the metrics file counts rounds). */
+static void run_round(Manager *m, bool task_round) {
+        note_round(m, manager_round(m, task_round));
+        tell_round_done(m, task_round);
 }
 
 /*
@@ -560,7 +714,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
                        sd_event_source_get_time(m->task_timer, &next_task) >= 0 && next_task <= usec + interval / 2;
         }
         if (!skip)
-                note_round(m, manager_round(m, task_round));
+                run_round(m, task_round);
 
         /* The next one a whole interval after this one was due: no drift. */
         r = rearm(m, s, usec + interval, interval);
@@ -581,7 +735,7 @@ static int on_hotplug(_unused_ sd_event_source *s, int fd, _unused_ uint32_t rev
         }
         if (r > 0 && refresh_topology(m) > 0)
                 /* Leave offline CPUs (and take back online ones) now, not at the next round. */
-                note_round(m, manager_round(m, false));
+                run_round(m, false);
         return 0;
 }
 
@@ -613,33 +767,35 @@ static int on_sigterm(sd_event_source *s, _unused_ const struct signalfd_siginfo
         return sd_event_exit(m->event, 0);
 }
 
-int manager_reload(Manager *m, char **ret_message) {
-        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
+/* A reload that failed: said, and *ret_message (may be NULL) what was wrong. Returns r. */
+_printf_(3, 4) static int reload_failed(int r, char **ret_message, const char *format, ...) {
+        if (ret_message) {
+                va_list ap;
+
+                va_start(ap, format);
+                if (vasprintf(ret_message, format, ap) < 0)
+                        *ret_message = NULL;
+                va_end(ap);
+        }
+        log_error("Reloading the configuration failed; keeping the old settings.");
+        return r;
+}
+
+/* The configuration read again; what cannot change while running is kept as it was, and said. */
+static int reload_read_config(Manager *m, Config **ret, char **ret_message) {
         _cleanup_config_ Config *c = NULL;
-        bool dry_run;
-        Config *old;
         int r;
 
-#define FAIL(r, ...)                                                                    \
-        ({                                                                              \
-                if (ret_message && asprintf(ret_message, __VA_ARGS__) < 0)              \
-                        *ret_message = NULL;                                            \
-                log_error("Reloading the configuration failed; keeping the old settings."); \
-                r;                                                                      \
-        })
-
-        if (ret_message)
-                *ret_message = NULL;
         log_forget_last_error();
         r = config_load_from(m->args.config_file, m->args.config_dir, &c);
         if (r < 0)
                 /* Logged with FILE:LINE: the reply says the same. */
-                return FAIL(r, "%s", log_last_error() ?: "The configuration could not be read.");
+                return reload_failed(r, ret_message, "%s", log_last_error() ?: "The configuration could not be read.");
         if (!streq(c->state_file, m->config->state_file)) {
                 char *keep = strdup(m->config->state_file);
 
                 if (!keep)
-                        return FAIL(log_oom(), "Out of memory.");
+                        return reload_failed(log_oom(), ret_message, "Out of memory.");
                 log_warning("StateFile= cannot change while running; keeping %s.", m->config->state_file);
                 free(c->state_file);
                 c->state_file = keep;
@@ -647,45 +803,83 @@ int manager_reload(Manager *m, char **ret_message) {
 
         if (c->sampling_backend != m->config->sampling_backend)
                 log_warning("SamplingBackend= is read at start; the change takes effect when peltd restarts.");
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+/*
+ * The subtree lock the new configuration needs: moved to a new CgroupRoot=, or taken (*ret_lock)
+ * when a dry run ends. *ret_lock stays NULL when the lock held is the one needed, or none is.
+ */
+static int reload_lock(Manager *m, const Config *c, SubtreeLock **ret_lock, char **ret_message) {
+        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
+        int r;
 
         if (m->subtree_lock && !streq(c->cgroup_root, m->config->cgroup_root) &&
             (r = subtree_lock_set_root(m->subtree_lock, c->cgroup_root)) < 0)
-                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.", c->cgroup_root,
-                            log_last_error() ?: "see the log", m->config->cgroup_root);
+                return reload_failed(r, ret_message, "CgroupRoot=%s cannot be locked (%s); keeping CgroupRoot=%s.",
+                                     c->cgroup_root, log_last_error() ?: "see the log", m->config->cgroup_root);
         /* Leaving a dry run: the subtree is locked first, as at start (a dry run writes nothing: it locks nothing). */
-        dry_run = m->args.dry_run || c->dry_run;
-        if (!dry_run && !m->subtree_lock && (r = subtree_lock(m->fs, c->cgroup_root, &lock)) < 0)
-                return FAIL(r, "CgroupRoot=%s cannot be locked (%s); keeping the dry run.", c->cgroup_root,
-                            log_last_error() ?: "see the log");
-#undef FAIL
+        if (!(m->args.dry_run || c->dry_run) && !m->subtree_lock && (r = subtree_lock(m->fs, c->cgroup_root, &lock)) < 0)
+                return reload_failed(r, ret_message, "CgroupRoot=%s cannot be locked (%s); keeping the dry run.",
+                                     c->cgroup_root, log_last_error() ?: "see the log");
+        *ret_lock = TAKE_PTR(lock);
+        return 0;
+}
 
-        if (lock)
-                m->subtree_lock = TAKE_PTR(lock);
-        else if (dry_run && !m->dry_run) {
-                /* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
-                (void) manager_restore_all(m, "a dry run from now on");
-                m->subtree_lock = subtree_lock_free(m->subtree_lock);
-                for (size_t i = 0; i < m->n_groups; i++)
-                        m->groups[i].info_valid = false; /* their cpusets are the originals again: read them */
-        }
+/* Entering a dry run: what peltd wrote goes back now, as at stop, and the subtree is free. */
+static void enter_dry_run(Manager *m) {
+        (void) manager_restore_all(m, "a dry run from now on");
+        m->subtree_lock = subtree_lock_free(m->subtree_lock);
+        for (size_t i = 0; i < m->n_groups; i++)
+                m->groups[i].info_valid = false; /* their cpusets are the originals again: read them */
+}
 
-        old = m->config;
-        m->config = TAKE_PTR(c);
-        sampling_set_config(m->sampling, m->config);
-        /*
-         * A group whose Shares= went away gets its own value back, as after SetGroupShares(path, 0):
-         * peltd writes shares only where they are set. Runtime shares still win.
-         */
+/*
+ * A group whose Shares= went away (old: the configuration before) gets its own value back, as
+ * after SetGroupShares(path, 0): peltd writes shares only where they are set. Runtime shares
+ * still win.
+ */
+static void put_back_dropped_shares(Manager *m, const Config *old) {
         for (size_t i = 0; i < m->n_groups; i++) {
                 ManagedGroup *g = &m->groups[i];
                 const GroupConfig *was = config_find_group(old, g->path), *now = config_find_group(m->config, g->path);
 
-                if (was && was->shares > 0 && (!now || now->shares == 0) && manager_runtime_shares(m, g->path) == 0)
+                if (was && was->shares > 0 && (!now || now->shares == 0) && runtime_shares(m, g->path) == 0)
                         g->shares_put_back = manager_original_shares(m, g);
         }
+}
+
+/* Reads the configuration again; the old settings stay when it is broken (said in *ret_message). */
+static int reload(Manager *m, char **ret_message) {
+        _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
+        _cleanup_config_ Config *c = NULL;
+        bool dry_run;
+        Config *old;
+        int r;
+
+        if (ret_message)
+                *ret_message = NULL;
+        r = reload_read_config(m, &c, ret_message);
+        if (r < 0)
+                return r;
+        r = reload_lock(m, c, &lock, ret_message);
+        if (r < 0)
+                return r;
+
+        dry_run = m->args.dry_run || c->dry_run;
+        if (lock)
+                m->subtree_lock = TAKE_PTR(lock);
+        else if (dry_run && !m->dry_run)
+                enter_dry_run(m);
+
+        old = m->config;
+        m->config = TAKE_PTR(c);
+        sampling_set_config(m->sampling, m->config);
+        put_back_dropped_shares(m, old);
         config_free(old);
 
-        manager_settings_changed(m);
+        settings_changed(m);
         for (size_t i = 0; i < m->n_groups; i++)
                 m->groups[i].target_known = false; /* Backend= may have changed */
         r = arm_timers(m);
@@ -700,49 +894,43 @@ int manager_reload(Manager *m, char **ret_message) {
         return 0;
 }
 
-static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
-        Manager *m = userdata;
+int manager_reload(Manager *m, char **ret_message) {
+        int r;
 
         (void) sd_notify(false, "RELOADING=1");
-        (void) manager_reload(m, NULL);
+        r = reload(m, ret_message);
         (void) sd_notify(false, "READY=1");
         manager_notify_status(m);
+        return r;
+}
+
+static int on_sighup(_unused_ sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
+        (void) manager_reload(userdata, NULL);
         return 0;
 }
 
 /* ---- Setup ------------------------------------------------------------------------------------ */
 
-int manager_new(const Args *args, Manager **ret) {
-        _cleanup_manager_ Manager *m = NULL;
-        BpfSampler *bpf = NULL;
-        int r, fd;
+/*
+ * Signals wait until the loop is up: a SIGTERM while a crash restore or the first sample runs is
+ * handled by the loop (restore, exit 0), not by the default action. main() blocks them first of
+ * all; this is for callers that come another way.
+ */
+static int block_signals(void) {
+        sigset_t ss;
 
-        /*
-         * Signals wait until the loop is up: a SIGTERM while a crash restore or the first sample
-         * runs is handled by the loop (restore, exit 0), not by the default action. main() blocks
-         * them first of all; this is for callers that come another way.
-         */
-        {
-                sigset_t ss;
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
+                return log_error_errno(errno, "Failed to block signals: %m");
+        return 0;
+}
 
-                sigemptyset(&ss);
-                sigaddset(&ss, SIGTERM);
-                sigaddset(&ss, SIGINT);
-                sigaddset(&ss, SIGHUP);
-                if (sigprocmask(SIG_BLOCK, &ss, NULL) < 0)
-                        return log_error_errno(errno, "Failed to block signals: %m");
-        }
-
-        m = new0(Manager, 1);
-        if (!m)
-                return log_oom();
-        m->args = *args;
-        m->lock_fd = -1;
-        m->runtime_policy = POLICY_INVALID;
-
-        r = config_load_from(args->config_file, args->config_dir, &m->config);
-        if (r < 0)
-                return r; /* logged, with FILE:LINE */
+/* The machine: / and /proc, the CPU topology and its capacities, the energy model where there is one. */
+static int open_machine(Manager *m) {
+        int r;
 
         r = rootdir_open("/", &m->sysfs);
         if (r < 0)
@@ -761,6 +949,46 @@ int manager_new(const Args *args, Manager **ret) {
         r = energy_model_load(m->sysfs, &m->energy_model);
         if (r < 0)
                 log_debug_errno(r, "No kernel Energy Model (%m); using the built-in model.");
+        return 0;
+}
+
+int state_open(const char *path, bool running_daemon, int *ret_lock, Originals **ret) {
+        _cleanup_close_ int fd = -1;
+        const char *why = "is not trusted";
+        int r;
+
+        /* One daemon (or --restore) at a time. */
+        fd = originals_lock_checked(path, &why);
+        if (fd == -EBUSY) {
+                if (running_daemon)
+                        return log_error_errno(fd, "Another peltd (or peltd --restore) holds %s.lock; exiting.", path);
+                return log_error_errno(fd, "peltd is running (it holds %s.lock): stop it, and it restores everything itself.",
+                                       path);
+        }
+        if (fd == -EPERM || fd == -ELOOP)
+                return log_error_errno(fd, "Refusing the state file %s: it or its directory or lock %s.", path, why);
+        if (fd < 0)
+                return log_error_errno(fd, "Failed to lock %s.lock: %m", path);
+
+        r = originals_load_checked(path, ret, &why);
+        if (r == -EBADMSG)
+                return log_error_errno(r, "%s is not a peltd state file; move it away to start.", path);
+        if (r == -EPERM || r == -ELOOP)
+                return log_error_errno(r, "Refusing the state file %s: it %s.", path, why);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read %s: %m", path);
+        for (size_t i = 0; i < (*ret)->n_refused; i++)
+                log_error("%s: refusing an entry that peltd never writes (%s).", path, (*ret)->refused[i]);
+        *ret_lock = TAKE_FD(fd);
+        return 0;
+}
+
+/*
+ * The cgroup hierarchies and the state file: locked, one daemon per subtree, and what a run that
+ * did not finish left put back first.
+ */
+static int open_cgroups(Manager *m) {
+        int r;
 
         r = cgroup_fs_open_system(&m->fs);
         if (r < 0)
@@ -785,6 +1013,12 @@ int manager_new(const Args *args, Manager **ret) {
                 if (r < 0)
                         return r;
         }
+        return 0;
+}
+
+static int open_sampling(Manager *m) {
+        BpfSampler *bpf = NULL;
+        int r;
 
         r = sampling_open_backend(m->sysfs, m->fs->mode, m->config->sampling_backend, "SamplingBackend=", &bpf);
         if (r < 0)
@@ -796,6 +1030,11 @@ int manager_new(const Args *args, Manager **ret) {
         if (r < 0)
                 return log_error_errno(r, "Failed to set up sampling: %m");
         sampling_set_task_tracking(m->sampling, m->task_tracking);
+        return 0;
+}
+
+static int add_signal_sources(Manager *m) {
+        int r;
 
         r = sd_event_default(&m->event);
         if (r < 0)
@@ -807,6 +1046,11 @@ int manager_new(const Args *args, Manager **ret) {
                 r = sd_event_add_signal(m->event, NULL, SIGHUP | SD_EVENT_SIGNAL_PROCMASK, on_sighup, m);
         if (r < 0)
                 return log_error_errno(r, "Failed to watch signals: %m");
+        return 0;
+}
+
+static int add_round_timers(Manager *m) {
+        int r;
 
         /* Accuracy 1 µs: the default 250 ms would smear a 100 ms period. */
         r = sd_event_add_time(m->event, &m->group_timer, CLOCK_MONOTONIC, 0, 1, on_timer, m);
@@ -816,38 +1060,76 @@ int manager_new(const Args *args, Manager **ret) {
                 return log_error_errno(r, "Failed to add the timers: %m");
         (void) sd_event_source_set_description(m->group_timer, "group-round");
         (void) sd_event_source_set_description(m->task_timer, "task-round");
-        r = manager_metrics_start(m);
-        if (r < 0)
-                return r;
         r = arm_timers(m);
         if (r < 0)
                 return log_error_errno(r, "Failed to arm the timers: %m");
+        return 0;
+}
+
+static int watch_hotplug(Manager *m) {
+        int r, fd;
 
         fd = hotplug_open();
-        if (fd < 0)
+        if (fd < 0) {
                 log_warning_errno(fd, "Failed to watch CPU hotplug events (%m); checking cpu/online every round instead.");
-        else {
-                r = sd_event_add_io(m->event, &m->hotplug_source, fd, EPOLLIN, on_hotplug, m);
-                if (r < 0) {
-                        close(fd);
-                        return log_error_errno(r, "Failed to watch CPU hotplug events: %m");
-                }
-                (void) sd_event_source_set_io_fd_own(m->hotplug_source, true);
-                (void) sd_event_source_set_description(m->hotplug_source, "hotplug");
+                return 0;
         }
+        r = sd_event_add_io(m->event, &m->hotplug_source, fd, EPOLLIN, on_hotplug, m);
+        if (r < 0) {
+                close(fd);
+                return log_error_errno(r, "Failed to watch CPU hotplug events: %m");
+        }
+        (void) sd_event_source_set_io_fd_own(m->hotplug_source, true);
+        (void) sd_event_source_set_description(m->hotplug_source, "hotplug");
+        return 0;
+}
 
-        /* WATCHDOG_USEC (for this pid): WATCHDOG=1 from completed rounds (note_round()), not from the loop. */
+/* WATCHDOG_USEC (for this pid): WATCHDOG=1 from completed rounds (note_round()), not from the loop. */
+static void read_watchdog(Manager *m) {
+        int r;
+
         r = sd_watchdog_enabled(false, &m->watchdog_usec);
         if (r < 0)
                 log_warning_errno(r, "Ignoring WATCHDOG_USEC: %m");
         if (r <= 0)
                 m->watchdog_usec = 0;
+}
+
+int manager_new(const Args *args, Manager **ret) {
+        _cleanup_manager_ Manager *m = NULL;
+        int r;
+
+        r = block_signals();
+        if (r < 0)
+                return r;
+
+        m = new0(Manager, 1);
+        if (!m)
+                return log_oom();
+        m->args = *args;
+        m->lock_fd = -1;
+        m->runtime_policy = POLICY_INVALID;
+
+        r = config_load_from(args->config_file, args->config_dir, &m->config);
+        if (r < 0)
+                return r; /* logged, with FILE:LINE */
+        r = open_machine(m);
+        if (r >= 0)
+                r = open_cgroups(m);
+        if (r >= 0)
+                r = open_sampling(m);
+        if (r >= 0)
+                r = add_signal_sources(m);
+        if (r >= 0)
+                r = add_round_timers(m);
+        if (r >= 0)
+                r = watch_hotplug(m);
+        if (r < 0)
+                return r; /* logged */
+        read_watchdog(m);
 
         /* The baseline sample: the first rounds need something to take differences from. */
-        (void) note_sample_error(m, manager_sample(m, true));
-
-        /* org.peltd1 is owned (or given up on, said) before READY=1. */
-        manager_bus_start(m);
+        (void) note_sample_error(m, sample(m, true));
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -870,7 +1152,7 @@ int manager_run(Manager *m) {
                 exit_code = 1;
         } else
                 exit_code = r; /* sd_event_exit()'s code: 0, or 1 when another daemon took the subtree */
-        manager_metrics_stop(m);
+        tell_stopping(m);
 
         /* Put everything back, whatever stopped us. */
         r = manager_restore_all(m, "stopping");
