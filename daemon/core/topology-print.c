@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The topology as DESIGN.md's JSON contract, or a summary a person reads at a glance. */
-#include <inttypes.h>
 #include <json-c/json.h>
 
 #include "peltd/json-util.h"
+#include "peltd/topology-text.h"
 #include "peltd/topology.h"
 
 /* Adds v to the array a, taking ownership of v in every case. */
@@ -128,188 +128,93 @@ int topology_to_json(const Topology *t, json_object **ret) {
         return 0;
 }
 
-/* "1 package", "2 packages". */
-static void plural(FILE *f, size_t n, const char *one, const char *many) {
-        fprintf(f, "%zu %s", n, n == 1 ? one : many);
+/*
+ * t's facts as topology-text.h takes them: the CPUs and the groups copied (the groups into one
+ * array), the CPU sets of cores and caches borrowed from t.
+ */
+typedef struct Facts {
+        TopoText text;
+        TopoTextCpu *cpus;
+        TopoTextGroup *groups;
+        char capacity_source[64];
+} Facts;
+
+static void facts_done(Facts *f) {
+        free(f->cpus);
+        free(f->groups);
 }
 
-/* Prints at most a few groups of a long list, then how many there are in all. */
-#define TEXT_GROUPS_MAX 8
+/* Copies n groups to *next and moves *next past them; returns where they start. */
+static const TopoTextGroup *copy_groups(TopoTextGroup **next, const TopoGroup *g, size_t n) {
+        TopoTextGroup *start = *next;
 
-static void print_groups(FILE *f, const char *label, const TopoGroup *g, size_t n, bool ids) {
-        char buf[256];
-
-        fprintf(f, "%-14s", label);
-        if (n == 0)
-                fputs("none", f);
-        for (size_t i = 0; i < n && i < TEXT_GROUPS_MAX; i++) {
-                if (ids)
-                        fprintf(f, "%s%d: %s", i ? "; " : "", g[i].id, cpumask_format(&g[i].cpus, buf, sizeof buf));
-                else
-                        fprintf(f, "%s%s", i ? "; " : "", cpumask_format(&g[i].cpus, buf, sizeof buf));
-        }
-        if (n > TEXT_GROUPS_MAX)
-                fprintf(f, "; … (%zu in all)", n);
-        fputc('\n', f);
+        for (size_t i = 0; i < n; i++)
+                start[i] = (TopoTextGroup){ .id = g[i].id, .cpus = g[i].cpus };
+        *next += n;
+        return start;
 }
 
-static void print_masks(FILE *f, const char *label, const CpuMask *m, size_t n) {
-        char buf[256];
+/* As copy_groups(), a capacity class's id its capacity. */
+static const TopoTextGroup *copy_classes(TopoTextGroup **next, const CapacityClass *c, size_t n) {
+        TopoTextGroup *start = *next;
 
-        fprintf(f, "%-14s", label);
-        if (n == 0)
-                fputs("none", f);
-        for (size_t i = 0; i < n && i < TEXT_GROUPS_MAX; i++)
-                fprintf(f, "%s%s", i ? "; " : "", cpumask_format(&m[i], buf, sizeof buf));
-        if (n > TEXT_GROUPS_MAX)
-                fprintf(f, "; … (%zu in all)", n);
-        fputc('\n', f);
+        for (size_t i = 0; i < n; i++)
+                start[i] = (TopoTextGroup){ .id = (int) c[i].capacity, .cpus = c[i].cpus };
+        *next += n;
+        return start;
 }
 
-static void print_headline(FILE *f, const Topology *t) {
-        _cleanup_free_ size_t *cores_per_package = new0(size_t, MAX(t->n_packages, (size_t) 1));
-        size_t cmin = SIZE_MAX, cmax = 0, tmin = SIZE_MAX, tmax = 0;
+static int facts_of(const Topology *t, Facts *f) {
+        TopoTextGroup *next;
 
-        if (cores_per_package)
-                for (size_t g = 0; g < t->n_smt_groups; g++) {
-                        const TopoCpu *c = topology_cpu(t, cpumask_first(&t->smt_groups[g]));
+        *f = (Facts){};
+        f->cpus = new0(TopoTextCpu, MAX(t->n_cpus, (size_t) 1));
+        f->groups = new0(TopoTextGroup,
+                         MAX(t->n_packages + t->n_dies + t->n_clusters + t->n_numa_nodes + t->n_classes, (size_t) 1));
+        if (!f->cpus || !f->groups)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n_cpus; i++)
+                f->cpus[i] = (TopoTextCpu){ .cpu = t->cpus[i].cpu, .max_freq_khz = t->cpus[i].max_freq_khz,
+                                            .idle_residency_usec = t->cpus[i].idle_residency_usec };
+        snprintf(f->capacity_source, sizeof f->capacity_source, "%s%s",
+                 t->capacity_source == CAPACITY_UNIFORM ? "" : "from ", capacity_source_to_string(t->capacity_source));
 
-                        if (c)
-                                cores_per_package[c->package_index]++;
-                }
-        for (size_t p = 0; cores_per_package && p < t->n_packages; p++) {
-                cmin = MIN(cmin, cores_per_package[p]);
-                cmax = MAX(cmax, cores_per_package[p]);
-        }
-        for (size_t g = 0; g < t->n_smt_groups; g++) {
-                size_t n = (size_t) cpumask_count(&t->smt_groups[g]);
-
-                tmin = MIN(tmin, n);
-                tmax = MAX(tmax, n);
-        }
-
-        if (cores_per_package && cmin == cmax && tmin == tmax) {
-                plural(f, t->n_packages, "package", "packages");
-                fputs(" × ", f);
-                plural(f, cmin, "core", "cores");
-                fputs(" × ", f);
-                plural(f, tmin, "thread", "threads");
-        } else if (tmin == tmax) {
-                plural(f, t->n_packages, "package", "packages");
-                fputs(", ", f);
-                plural(f, t->n_smt_groups, "core", "cores");
-                fprintf(f, " (%zu–%zu a package) × ", cmin, cmax);
-                plural(f, tmin, "thread", "threads");
-        } else {
-                plural(f, t->n_packages, "package", "packages");
-                fputs(", ", f);
-                plural(f, t->n_smt_groups, "core", "cores");
-                fputs(", ", f);
-                plural(f, t->n_cpus, "CPU", "CPUs");
-                fprintf(f, " (%zu–%zu threads a core)", tmin, tmax);
-        }
-        fputs(", ", f);
-        plural(f, t->n_numa_nodes, "NUMA node", "NUMA nodes");
-        fputs(", ", f);
-        plural(f, t->n_classes, "capacity class", "capacity classes");
-        fputc('\n', f);
+        f->text = (TopoText){
+                .online = t->online,
+                .cpus = f->cpus,
+                .n_cpus = t->n_cpus,
+                .n_packages = t->n_packages,
+                .n_dies = t->n_dies,
+                .n_clusters = t->n_clusters,
+                .has_clusters = t->has_clusters,
+                .smt_groups = t->smt_groups,
+                .n_smt_groups = t->n_smt_groups,
+                .llc_groups = t->llc_groups,
+                .n_llc_groups = t->n_llc_groups,
+                .n_numa_nodes = t->n_numa_nodes,
+                .n_classes = t->n_classes,
+                .asymmetric = t->asymmetric,
+                .isolated = &t->isolated,
+                .capacity_source = f->capacity_source,
+                .has_freq_domains = true,
+                .n_freq_domains = t->n_freq_domains,
+                .has_idle = true,
+        };
+        next = f->groups;
+        f->text.packages = copy_groups(&next, t->packages, t->n_packages);
+        f->text.dies = copy_groups(&next, t->dies, t->n_dies);
+        f->text.clusters = copy_groups(&next, t->clusters, t->n_clusters);
+        f->text.numa_nodes = copy_groups(&next, t->numa_nodes, t->n_numa_nodes);
+        f->text.classes = copy_classes(&next, t->classes, t->n_classes);
+        return 0;
 }
 
 int topology_format_text(const Topology *t, char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
-        char m[256];
-        FILE *f;
+        _cleanup_(facts_done) Facts f = {};
+        int r;
 
-        f = open_memstream(&buf, &size);
-        if (!f)
-                return -ENOMEM;
-
-        print_headline(f, t);
-        fprintf(f, "%-14s%s (%zu)\n", "online CPUs", cpumask_format(&t->online, m, sizeof m), t->n_cpus);
-        fprintf(f, "%-14s%s\n", "isolated", cpumask_empty(&t->isolated) ? "none" : cpumask_format(&t->isolated, m, sizeof m));
-        print_groups(f, "packages", t->packages, t->n_packages, true);
-        print_groups(f, "dies", t->dies, t->n_dies, true);
-        if (t->has_clusters)
-                print_groups(f, "clusters", t->clusters, t->n_clusters, true);
-        else
-                fprintf(f, "%-14snone\n", "clusters");
-        if (t->n_smt_groups == t->n_cpus)
-                fprintf(f, "%-14s%zu, one thread each\n", "cores", t->n_smt_groups);
-        else
-                print_masks(f, "cores", t->smt_groups, t->n_smt_groups);
-        print_masks(f, "LLC groups", t->llc_groups, t->n_llc_groups);
-        print_groups(f, "NUMA nodes", t->numa_nodes, t->n_numa_nodes, true);
-        {
-                CpuMask nodeless;
-
-                cpumask_zero(&nodeless);
-                for (size_t i = 0; i < t->n_cpus; i++)
-                        if (t->cpus[i].numa_index < 0)
-                                (void) cpumask_set(&nodeless, t->cpus[i].cpu);
-                if (!cpumask_empty(&nodeless))
-                        fprintf(f, "%-14s%s\n", "in no node", cpumask_format(&nodeless, m, sizeof m));
-        }
-
-        fprintf(f, "%-14s", "capacity");
-        for (size_t i = 0; i < t->n_classes; i++)
-                fprintf(f, "%s%u: %s", i ? "; " : "", t->classes[i].capacity,
-                        cpumask_format(&t->classes[i].cpus, m, sizeof m));
-        fprintf(f, " (%s%s%s)\n", t->capacity_source == CAPACITY_UNIFORM ? "" : "from ",
-                capacity_source_to_string(t->capacity_source), t->asymmetric ? ", asymmetric" : "");
-
-        /* Per-CPU policies are common (x86): say how many, then which CPUs reach which frequency. */
-        fprintf(f, "%-14s", "freq domains");
-        if (t->n_freq_domains == 0)
-                fputs("none", f);
-        else {
-                _cleanup_free_ unsigned *freqs = new0(unsigned, t->n_cpus);
-                size_t n_freqs = 0;
-
-                fprintf(f, "%zu", t->n_freq_domains);
-                for (size_t i = 0; freqs && i < t->n_cpus; i++) {
-                        size_t k = 0;
-
-                        while (k < n_freqs && freqs[k] != t->cpus[i].max_freq_khz)
-                                k++;
-                        if (k == n_freqs)
-                                freqs[n_freqs++] = t->cpus[i].max_freq_khz;
-                }
-                for (size_t k = 0; freqs && k < n_freqs; k++) {
-                        CpuMask at;
-
-                        cpumask_zero(&at);
-                        for (size_t i = 0; i < t->n_cpus; i++)
-                                if (t->cpus[i].max_freq_khz == freqs[k])
-                                        (void) cpumask_set(&at, t->cpus[i].cpu);
-                        if (freqs[k] > 0)
-                                fprintf(f, "%s%u MHz: %s", k ? "; " : " (", freqs[k] / 1000, cpumask_format(&at, m, sizeof m));
-                        else
-                                fprintf(f, "%sunknown: %s", k ? "; " : " (", cpumask_format(&at, m, sizeof m));
-                }
-                if (n_freqs > 0)
-                        fputc(')', f);
-        }
-        fputc('\n', f);
-
-        {
-                usec_t lo = USEC_INFINITY, hi = 0;
-
-                for (size_t i = 0; i < t->n_cpus; i++) {
-                        lo = MIN(lo, t->cpus[i].idle_residency_usec);
-                        hi = MAX(hi, t->cpus[i].idle_residency_usec);
-                }
-                fprintf(f, "%-14s", "deepest idle");
-                if (hi == 0)
-                        fputs("unknown\n", f);
-                else if (lo == hi)
-                        fprintf(f, "%" PRIu64 " µs target residency\n", hi);
-                else
-                        fprintf(f, "%" PRIu64 "–%" PRIu64 " µs target residency\n", lo, hi);
-        }
-
-        if (fclose(f) != 0)
-                return -ENOMEM;
-        *ret = TAKE_PTR(buf);
-        return 0;
+        r = facts_of(t, &f);
+        if (r < 0)
+                return r;
+        return topology_text_format(&f.text, ret);
 }

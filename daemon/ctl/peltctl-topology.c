@@ -1,33 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The GetTopology document as text (peltctl-topology.h). The lines follow daemon/core/topology-print.c
- * word for word where the document holds the same facts; tests/test-peltctl-topology.sh compares
+ * The GetTopology document as text (peltctl-topology.h): its facts parsed, then written by the
+ * renderer peltd's own text comes from (topology-text.h); tests/test-peltctl-topology.sh compares
  * the two on every fixture machine.
  */
-#include <inttypes.h>
-
 #include "peltd/cpumask.h"
 #include "peltd/macro.h"
 #include "peltd/peltctl-topology.h"
-
-/* As topology-print.c: at most a few groups of a long list, then how many there are in all. */
-#define TEXT_GROUPS_MAX 8
-
-typedef struct Group {
-        int id;
-        CpuMask cpus;
-} Group;
+#include "peltd/topology-text.h"
 
 typedef struct Doc {
         CpuMask online;
-        Group *packages, *dies, *clusters, *numa, *classes;
+        TopoTextGroup *packages, *dies, *clusters, *numa, *classes;
         size_t n_packages, n_dies, n_clusters, n_numa, n_classes;
         bool has_clusters;
         CpuMask *smt, *llc;
         size_t n_smt, n_llc;
         bool asymmetric;
-        int *cpu;                    /* per entry of "cpus": its number */
-        uint64_t *max_freq_khz;      /* 0: null */
+        TopoTextCpu *cpus;           /* per entry of "cpus": its number and max_freq_khz (0: null) */
         size_t n_cpus;
 } Doc;
 
@@ -39,8 +29,7 @@ static void doc_done(Doc *d) {
         free(d->classes);
         free(d->smt);
         free(d->llc);
-        free(d->cpu);
-        free(d->max_freq_khz);
+        free(d->cpus);
 }
 
 static json_object *field(json_object *o, const char *key, json_type type) {
@@ -78,14 +67,14 @@ static int parse_mask(json_object *a, CpuMask *ret) {
 }
 
 /* [{"id"|"capacity": N, "cpus": [..]}, ...] */
-static int parse_groups(json_object *a, const char *id_key, Group **ret, size_t *ret_n) {
-        _cleanup_free_ Group *g = NULL;
+static int parse_groups(json_object *a, const char *id_key, TopoTextGroup **ret, size_t *ret_n) {
+        _cleanup_free_ TopoTextGroup *g = NULL;
         size_t n;
 
         if (!a || !json_object_is_type(a, json_type_array))
                 return -EINVAL;
         n = json_object_array_length(a);
-        g = new0(Group, MAX(n, (size_t) 1));
+        g = new0(TopoTextGroup, MAX(n, (size_t) 1));
         if (!g)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
@@ -126,20 +115,19 @@ static int parse_cpus(json_object *a, Doc *d) {
         if (!a || !json_object_is_type(a, json_type_array))
                 return -EINVAL;
         n = json_object_array_length(a);
-        d->cpu = new0(int, MAX(n, (size_t) 1));
-        d->max_freq_khz = new0(uint64_t, MAX(n, (size_t) 1));
-        if (!d->cpu || !d->max_freq_khz)
+        d->cpus = new0(TopoTextCpu, MAX(n, (size_t) 1));
+        if (!d->cpus)
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 json_object *o = json_object_array_get_idx(a, i), *cpu, *freq;
 
                 if (!json_object_is_type(o, json_type_object) || !json_object_object_get_ex(o, "cpu", &cpu) ||
-                    parse_int(cpu, CPUMASK_MAX - 1, &d->cpu[i]) < 0 || !json_object_object_get_ex(o, "max_freq_khz", &freq))
+                    parse_int(cpu, CPUMASK_MAX - 1, &d->cpus[i].cpu) < 0 || !json_object_object_get_ex(o, "max_freq_khz", &freq))
                         return -EINVAL;
                 if (freq) {
                         if (!json_object_is_type(freq, json_type_int) || json_object_get_int64(freq) <= 0)
                                 return -EINVAL;
-                        d->max_freq_khz[i] = (uint64_t) json_object_get_int64(freq);
+                        d->cpus[i].max_freq_khz = (uint64_t) json_object_get_int64(freq);
                 }
         }
         d->n_cpus = n;
@@ -178,212 +166,52 @@ static int doc_parse(json_object *o, Doc *d) {
         return 0;
 }
 
-/* The index of the package holding cpu, or -1. */
-static ssize_t package_of(const Doc *d, int cpu) {
-        for (size_t p = 0; p < d->n_packages; p++)
-                if (cpumask_test(&d->packages[p].cpus, cpu))
-                        return (ssize_t) p;
-        return -1;
+/*
+ * The document's facts for the renderer. It has no isolated CPUs, idle states, frequency domains
+ * or source of the capacities: their lines are left out, or written without them.
+ */
+static TopoText doc_text(const Doc *d) {
+        return (TopoText){
+                .online = d->online,
+                .cpus = d->cpus,
+                .n_cpus = d->n_cpus,
+                .packages = d->packages,
+                .n_packages = d->n_packages,
+                .dies = d->dies,
+                .n_dies = d->n_dies,
+                .clusters = d->clusters,
+                .n_clusters = d->n_clusters,
+                .has_clusters = d->has_clusters,
+                .smt_groups = d->smt,
+                .n_smt_groups = d->n_smt,
+                .llc_groups = d->llc,
+                .n_llc_groups = d->n_llc,
+                .numa_nodes = d->numa,
+                .n_numa_nodes = d->n_numa,
+                .classes = d->classes,
+                .n_classes = d->n_classes,
+                .asymmetric = d->asymmetric,
+        };
 }
 
-/* "1 package", "2 packages". */
-static void plural(FILE *f, size_t n, const char *one, const char *many) {
-        fprintf(f, "%zu %s", n, n == 1 ? one : many);
-}
-
-/* topology-print.c's print_headline(), from the document. */
-static void print_headline(FILE *f, const Doc *d) {
-        _cleanup_free_ size_t *cores_per_package = new0(size_t, MAX(d->n_packages, (size_t) 1));
-        size_t cmin = SIZE_MAX, cmax = 0, tmin = SIZE_MAX, tmax = 0;
-
-        if (cores_per_package)
-                for (size_t g = 0; g < d->n_smt; g++) {
-                        ssize_t p = package_of(d, cpumask_first(&d->smt[g]));
-
-                        if (p >= 0)
-                                cores_per_package[p]++;
-                }
-        for (size_t p = 0; cores_per_package && p < d->n_packages; p++) {
-                cmin = MIN(cmin, cores_per_package[p]);
-                cmax = MAX(cmax, cores_per_package[p]);
-        }
-        for (size_t g = 0; g < d->n_smt; g++) {
-                size_t n = (size_t) cpumask_count(&d->smt[g]);
-
-                tmin = MIN(tmin, n);
-                tmax = MAX(tmax, n);
-        }
-
-        if (cores_per_package && cmin == cmax && tmin == tmax) {
-                plural(f, d->n_packages, "package", "packages");
-                fputs(" × ", f);
-                plural(f, cmin, "core", "cores");
-                fputs(" × ", f);
-                plural(f, tmin, "thread", "threads");
-        } else if (tmin == tmax) {
-                plural(f, d->n_packages, "package", "packages");
-                fputs(", ", f);
-                plural(f, d->n_smt, "core", "cores");
-                fprintf(f, " (%zu–%zu a package) × ", cmin, cmax);
-                plural(f, tmin, "thread", "threads");
-        } else {
-                plural(f, d->n_packages, "package", "packages");
-                fputs(", ", f);
-                plural(f, d->n_smt, "core", "cores");
-                fputs(", ", f);
-                plural(f, d->n_cpus, "CPU", "CPUs");
-                fprintf(f, " (%zu–%zu threads a core)", tmin, tmax);
-        }
-        fputs(", ", f);
-        plural(f, d->n_numa, "NUMA node", "NUMA nodes");
-        fputs(", ", f);
-        plural(f, d->n_classes, "capacity class", "capacity classes");
-        fputc('\n', f);
-}
-
-static void print_groups(FILE *f, const char *label, const Group *g, size_t n, bool ids) {
-        char buf[256];
-
-        fprintf(f, "%-14s", label);
-        if (n == 0)
-                fputs("none", f);
-        for (size_t i = 0; i < n && i < TEXT_GROUPS_MAX; i++) {
-                if (ids)
-                        fprintf(f, "%s%d: %s", i ? "; " : "", g[i].id, cpumask_format(&g[i].cpus, buf, sizeof buf));
-                else
-                        fprintf(f, "%s%s", i ? "; " : "", cpumask_format(&g[i].cpus, buf, sizeof buf));
-        }
-        if (n > TEXT_GROUPS_MAX)
-                fprintf(f, "; … (%zu in all)", n);
-        fputc('\n', f);
-}
-
-static void print_masks(FILE *f, const char *label, const CpuMask *m, size_t n) {
-        char buf[256];
-
-        fprintf(f, "%-14s", label);
-        if (n == 0)
-                fputs("none", f);
-        for (size_t i = 0; i < n && i < TEXT_GROUPS_MAX; i++)
-                fprintf(f, "%s%s", i ? "; " : "", cpumask_format(&m[i], buf, sizeof buf));
-        if (n > TEXT_GROUPS_MAX)
-                fprintf(f, "; … (%zu in all)", n);
-        fputc('\n', f);
-}
-
-/* The CPUs by their highest frequency, in the order the CPUs first show each one. */
-static void print_max_freq(FILE *f, const Doc *d) {
-        char m[256];
-        size_t k = 0;
-
-        fprintf(f, "%-14s", "max freq");
-        for (size_t i = 0; i < d->n_cpus; i++) {
-                CpuMask at;
-                bool seen = false;
-
-                for (size_t j = 0; j < i && !seen; j++)
-                        seen = d->max_freq_khz[j] == d->max_freq_khz[i];
-                if (seen)
-                        continue;
-                cpumask_zero(&at);
-                for (size_t j = i; j < d->n_cpus; j++)
-                        if (d->max_freq_khz[j] == d->max_freq_khz[i])
-                                (void) cpumask_set(&at, d->cpu[j]);
-                if (d->max_freq_khz[i] > 0)
-                        fprintf(f, "%s%" PRIu64 " MHz: %s", k ? "; " : "", d->max_freq_khz[i] / 1000,
-                                cpumask_format(&at, m, sizeof m));
-                else if (cpumask_count(&at) < (int) d->n_cpus)
-                        fprintf(f, "%sunknown: %s", k ? "; " : "", cpumask_format(&at, m, sizeof m));
-                else
-                        fputs("unknown", f);
-                k++;
-        }
-        if (d->n_cpus == 0)
-                fputs("unknown", f);
-        fputc('\n', f);
-}
-
-static void print_text(FILE *f, const Doc *d) {
-        char m[256];
-        CpuMask nodeless;
-
-        print_headline(f, d);
-        fprintf(f, "%-14s%s (%zu)\n", "online CPUs", cpumask_format(&d->online, m, sizeof m), d->n_cpus);
-        print_groups(f, "packages", d->packages, d->n_packages, true);
-        print_groups(f, "dies", d->dies, d->n_dies, true);
-        if (d->has_clusters)
-                print_groups(f, "clusters", d->clusters, d->n_clusters, true);
-        else
-                fprintf(f, "%-14snone\n", "clusters");
-        if (d->n_smt == d->n_cpus)
-                fprintf(f, "%-14s%zu, one thread each\n", "cores", d->n_smt);
-        else
-                print_masks(f, "cores", d->smt, d->n_smt);
-        print_masks(f, "LLC groups", d->llc, d->n_llc);
-        print_groups(f, "NUMA nodes", d->numa, d->n_numa, true);
-
-        cpumask_zero(&nodeless);
-        for (size_t i = 0; i < d->n_cpus; i++) {
-                bool in_node = false;
-
-                for (size_t k = 0; k < d->n_numa && !in_node; k++)
-                        in_node = cpumask_test(&d->numa[k].cpus, d->cpu[i]);
-                if (!in_node)
-                        (void) cpumask_set(&nodeless, d->cpu[i]);
-        }
-        if (!cpumask_empty(&nodeless))
-                fprintf(f, "%-14s%s\n", "in no node", cpumask_format(&nodeless, m, sizeof m));
-
-        fprintf(f, "%-14s", "capacity");
-        for (size_t i = 0; i < d->n_classes; i++)
-                fprintf(f, "%s%d: %s", i ? "; " : "", d->classes[i].id, cpumask_format(&d->classes[i].cpus, m, sizeof m));
-        fprintf(f, "%s\n", d->asymmetric ? " (asymmetric)" : "");
-        print_max_freq(f, d);
-}
-
-static void print_summary(FILE *f, const Doc *d) {
-        plural(f, d->n_cpus, "CPU", "CPUs");
-        fputs(", ", f);
-        plural(f, d->n_packages, "package", "packages");
-        fputs(", ", f);
-        plural(f, d->n_smt, "core", "cores");
-        fputs(", ", f);
-        plural(f, d->n_numa, "NUMA node", "NUMA nodes");
-        fputs(", ", f);
-        plural(f, d->n_classes, "capacity class", "capacity classes");
-        if (d->asymmetric)
-                fputs(", asymmetric", f);
-}
-
-static int render(json_object *doc, void (*print)(FILE *f, const Doc *d), char **ret) {
-        _cleanup_free_ char *buf = NULL;
-        size_t size = 0;
+static int render(json_object *doc, int (*format)(const TopoText *t, char **ret), char **ret) {
         Doc d;
-        FILE *f;
         int r;
 
         r = doc_parse(doc, &d);
-        if (r < 0) {
-                doc_done(&d);
-                return r;
+        if (r >= 0) {
+                TopoText t = doc_text(&d);
+
+                r = format(&t, ret);
         }
-        f = open_memstream(&buf, &size);
-        if (!f) {
-                doc_done(&d);
-                return -ENOMEM;
-        }
-        print(f, &d);
         doc_done(&d);
-        if (fclose(f) != 0 || !buf)
-                return -ENOMEM;
-        *ret = TAKE_PTR(buf);
-        return 0;
+        return r;
 }
 
 int topology_json_to_text(json_object *doc, char **ret) {
-        return render(doc, print_text, ret);
+        return render(doc, topology_text_format, ret);
 }
 
 int topology_json_summary(json_object *doc, char **ret) {
-        return render(doc, print_summary, ret);
+        return render(doc, topology_text_summary, ret);
 }
