@@ -444,23 +444,21 @@ static bool cheaper(double e_new, double e_old, bool leaving) {
         return leaving ? e_new < e_old * (1.0 - POLICY_CHOICE_MARGIN) : e_new < e_old;
 }
 
-static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
-        _cleanup_free_ bool *packed = new0(bool, MAX(n, 1u)), *all = new0(bool, MAX(n, 1u));
+/*
+ * The plan the passes start from: what the groups had (new ones packed), unless a uniform plan
+ * ("all packed", "all spread") is clearly cheaper; ties go to packing. packed comes in all false
+ * and leaves holding the start; *ret_energy is its energy.
+ */
+static int choose_start(Planner *p, GroupPlan *gps, size_t n, const int *previous, bool *packed, double *ret_energy) {
+        _cleanup_free_ bool *all = new0(bool, MAX(n, 1u));
         double e, e_spread, e_pack;
-        bool any = false, adm, have_previous = false;
+        bool adm, have_previous = false;
 
-        if (!packed || !all)
+        if (!all)
                 return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                any = any || gps[i].mode == PLACE_CHOOSE;
+        for (size_t i = 0; i < n; i++)
                 have_previous = have_previous || (gps[i].mode == PLACE_CHOOSE && previous && previous[i] >= 0);
-        }
-        if (!any) {
-                (void) lay_down(p, gps, n, packed, NULL);
-                return 0;
-        }
 
-        /* The uniform plans; ties go to packing. */
         e_spread = lay_down(p, gps, n, packed, NULL);
         for (size_t i = 0; i < n; i++)
                 all[i] = gps[i].mode == PLACE_CHOOSE;
@@ -468,7 +466,6 @@ static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
         if (!adm)
                 e_pack = INFINITY;
 
-        /* Start from what the groups had (new ones packed), unless a uniform plan is clearly cheaper. */
         if (have_previous) {
                 for (size_t i = 0; i < n; i++)
                         packed[i] = gps[i].mode == PLACE_CHOOSE && (previous[i] < 0 || previous[i] > 0);
@@ -484,12 +481,21 @@ static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
                 memset(packed, 0, sizeof(bool) * n);
                 e = e_spread;
         }
+        *ret_energy = e;
+        return 0;
+}
 
+/*
+ * Each chosen group in turn takes the other placement when that lowers the plan's energy given
+ * the others' (by the margin where it leaves what it had; a tie goes to packing), until a pass
+ * changes nothing. *energy is the plan's, in and out.
+ */
+static void choose_improve(Planner *p, GroupPlan *gps, size_t n, const int *previous, bool *packed, double *energy) {
         for (unsigned pass = 0; pass < CHOOSE_MAX_PASSES; pass++) {
                 bool changed = false;
 
                 for (size_t i = 0; i < n; i++) {
-                        bool leaving;
+                        bool leaving, adm;
                         double e_flip;
 
                         if (gps[i].mode != PLACE_CHOOSE)
@@ -497,8 +503,8 @@ static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
                         leaving = previous && previous[i] >= 0 && (previous[i] > 0) == packed[i];
                         packed[i] = !packed[i];
                         e_flip = lay_down(p, gps, n, packed, &adm);
-                        if (adm && (cheaper(e_flip, e, leaving) || (e_flip == e && packed[i] && !leaving))) {
-                                e = e_flip;
+                        if (adm && (cheaper(e_flip, *energy, leaving) || (e_flip == *energy && packed[i] && !leaving))) {
+                                *energy = e_flip;
                                 changed = true;
                         } else
                                 packed[i] = !packed[i];
@@ -506,11 +512,46 @@ static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
                 if (!changed)
                         break;
         }
+}
 
-        for (size_t i = 0; i < n; i++)
-                gps[i].packed = packed[i];
+/* A packed group's reason: why packing won, then what packing chose (its reason so far). */
+static void describe_chosen_packed(GroupPlan *gp, double e, double e_spread) {
+        char what[POLICY_REASON_MAX];
 
-        /* Each chosen group's reason names what the other placement would have cost. */
+        snprintf(what, sizeof what, "%s", gp->reason);
+        gp->reason[0] = 0;
+        if (cpumask_equal(&gp->proposal, &gp->candidates))
+                reason_append(gp->reason, "balanced: packed and spread agree: %s", what);
+        else if (e_spread < e)
+                reason_append(gp->reason, "balanced: stays packed (spreading saves under %.0f%%: energy %.0f vs %.0f): %s",
+                              POLICY_CHOICE_MARGIN * 100, e_spread, e, what);
+        else
+                reason_append(gp->reason, "balanced: packed costs less (energy %.0f < %.0f spread): %s",
+                              e, e_spread, what);
+}
+
+/* A spread group's reason: packing was not admissible, saved too little to switch, or cost more. */
+static void describe_chosen_spread(GroupPlan *gp, double e, double e_packed, bool packed_admissible) {
+        if (!packed_admissible)
+                snprintf(gp->reason, sizeof gp->reason,
+                         "balanced: packing would run a CPU over 80%%, spread over all %d allowed CPUs",
+                         cpumask_count(&gp->proposal));
+        else if (e_packed < e)
+                snprintf(gp->reason, sizeof gp->reason,
+                         "balanced: stays spread over all %d allowed CPUs (packing saves under %.0f%%: energy %.0f vs %.0f)",
+                         cpumask_count(&gp->proposal), POLICY_CHOICE_MARGIN * 100, e_packed, e);
+        else
+                snprintf(gp->reason, sizeof gp->reason,
+                         "balanced: spread costs less (energy %.0f <= %.0f packed), all %d allowed CPUs",
+                         e, e_packed, cpumask_count(&gp->proposal));
+        describe_fit(gp, gp->reason);
+}
+
+/*
+ * Each chosen group's reason names what the other placement would have cost: each is flipped
+ * alone on the final plan, which is then laid down again (the groups' proposals are its own).
+ */
+static int describe_choices(Planner *p, GroupPlan *gps, size_t n, bool *packed, double e) {
         _cleanup_free_ double *e_other = new0(double, n);
         _cleanup_free_ bool *adm_other = new0(bool, n);
 
@@ -526,40 +567,39 @@ static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
         (void) lay_down(p, gps, n, packed, NULL);
 
         for (size_t i = 0; i < n; i++) {
-                GroupPlan *gp = &gps[i];
-
-                if (gp->mode != PLACE_CHOOSE)
+                if (gps[i].mode != PLACE_CHOOSE)
                         continue;
-                if (packed[i]) {
-                        char what[POLICY_REASON_MAX];
-
-                        snprintf(what, sizeof what, "%s", gp->reason);
-                        gp->reason[0] = 0;
-                        if (cpumask_equal(&gp->proposal, &gp->candidates))
-                                reason_append(gp->reason, "balanced: packed and spread agree: %s", what);
-                        else if (e_other[i] < e)
-                                reason_append(gp->reason, "balanced: stays packed (spreading saves under %.0f%%: energy %.0f vs %.0f): %s",
-                                              POLICY_CHOICE_MARGIN * 100, e_other[i], e, what);
-                        else
-                                reason_append(gp->reason, "balanced: packed costs less (energy %.0f < %.0f spread): %s",
-                                              e, e_other[i], what);
-                } else {
-                        if (!adm_other[i])
-                                snprintf(gp->reason, sizeof gp->reason,
-                                         "balanced: packing would run a CPU over 80%%, spread over all %d allowed CPUs",
-                                         cpumask_count(&gp->proposal));
-                        else if (e_other[i] < e)
-                                snprintf(gp->reason, sizeof gp->reason,
-                                         "balanced: stays spread over all %d allowed CPUs (packing saves under %.0f%%: energy %.0f vs %.0f)",
-                                         cpumask_count(&gp->proposal), POLICY_CHOICE_MARGIN * 100, e_other[i], e);
-                        else
-                                snprintf(gp->reason, sizeof gp->reason,
-                                         "balanced: spread costs less (energy %.0f <= %.0f packed), all %d allowed CPUs",
-                                         e, e_other[i], cpumask_count(&gp->proposal));
-                        describe_fit(gp, gp->reason);
-                }
+                if (packed[i])
+                        describe_chosen_packed(&gps[i], e, e_other[i]);
+                else
+                        describe_chosen_spread(&gps[i], e, e_other[i], adm_other[i]);
         }
         return 0;
+}
+
+/* Step 3: the choices (above), then the packed and chosen groups laid down on the plan chosen. */
+static int choose(Planner *p, GroupPlan *gps, size_t n, const int *previous) {
+        _cleanup_free_ bool *packed = new0(bool, MAX(n, 1u));
+        bool any = false;
+        double e;
+        int r;
+
+        if (!packed)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                any = any || gps[i].mode == PLACE_CHOOSE;
+        if (!any) {
+                (void) lay_down(p, gps, n, packed, NULL);
+                return 0;
+        }
+
+        r = choose_start(p, gps, n, previous, packed, &e);
+        if (r < 0)
+                return r;
+        choose_improve(p, gps, n, previous, packed, &e);
+        for (size_t i = 0; i < n; i++)
+                gps[i].packed = packed[i];
+        return describe_choices(p, gps, n, packed, e);
 }
 
 /* The first core in packing order with a candidate CPU outside set: one step wider. */
@@ -606,6 +646,100 @@ static bool narrowing_blocked(const Topology *t, const GroupPlan *gp, PolicyHist
         return true;
 }
 
+/* A group waiting for CPU is never narrowed, and grows by at least one core. */
+static void stabilise_waiting(const Planner *p, const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h,
+                              const CpuMask *added, const CpuMask *removed, CpuMask *final) {
+        h->held_rounds = 0;
+        if (cpumask_empty(added) && widen_one_core(p, &gp->candidates, final))
+                reason_append(gp->reason, "; waiting for CPU (runnable %.0f > util %.0f): widened to %d CPUs",
+                              g->runnable, g->util, cpumask_count(final));
+        else if (!cpumask_empty(removed))
+                reason_append(gp->reason, "; waiting for CPU (runnable %.0f > util %.0f): not narrowed",
+                              g->runnable, g->util);
+}
+
+/*
+ * A narrowing applied now: onto the proposal after a big change of demand, else onto the union of
+ * the proposals that held (the widest of them when they are nested), inside the candidates.
+ */
+static void narrow(GroupPlan *gp, PolicyHistory *h, const CpuMask *cur, bool big, usec_t now, CpuMask *ret) {
+        CpuMask target = gp->proposal;
+
+        if (!big)
+                for (unsigned k = 0; k < POLICY_NARROW_HOLD_ROUNDS; k++)
+                        cpumask_or(&target, &target, &h->narrower[k]);
+        cpumask_and(&target, &target, &gp->candidates);
+        cpumask_or(&target, &target, &gp->proposal);
+        h->narrowed = true;
+        h->last_narrow_usec = now;
+        cpumask_andnot(&h->given_up, cur, &target);
+        h->bounced = false;
+        h->held_rounds = 0;
+        *ret = target;
+}
+
+/* Why a narrower plan is not applied yet: the interval since the last narrowing, or the hold. */
+static void describe_narrow_wait(GroupPlan *gp, const PolicyHistory *h, bool too_soon, const CpuMask *final, usec_t now) {
+        if (too_soon)
+                reason_append(gp->reason, "; narrowing from %d CPUs waits %.1f s (at most once per %u s)",
+                              cpumask_count(final),
+                              (double) (POLICY_NARROW_INTERVAL_USEC - (now - h->last_narrow_usec)) / USEC_PER_SEC,
+                              (unsigned) (POLICY_NARROW_INTERVAL_USEC / USEC_PER_SEC));
+        else
+                reason_append(gp->reason, "; keeping %d CPUs until the narrower plan holds (%u of %u rounds)",
+                              cpumask_count(final), h->held_rounds, POLICY_NARROW_HOLD_ROUNDS);
+}
+
+/*
+ * A proposal that drops CPUs of the current set cur. Returns true with the narrowed set in *ret
+ * when the narrowing is applied this round: it held long enough or demand moved a lot, and the
+ * last narrowing is long enough ago. Returns false when the group keeps final (cur and what the
+ * proposal adds), with the reason saying why.
+ */
+static bool try_narrow(const Planner *p, GroupPlan *gp, PolicyHistory *h, const double *others, usec_t now,
+                       const CpuMask *cur, const CpuMask *final, CpuMask *ret) {
+        bool big, held, too_soon;
+
+        if (narrowing_blocked(p->t, gp, h, others)) {
+                h->held_rounds = 0;
+                reason_append(gp->reason, "; stays on %d CPUs: narrowing to %d did not hold %.0f s ago, not again before the load there drops by more than %.0f%% from %.1f CPUs",
+                              cpumask_count(final), cpumask_count(&gp->proposal), (double) (now - h->bounce_usec) / USEC_PER_SEC,
+                              POLICY_BIG_CHANGE_RATIO * 100, cpus_of(h->bounce_load));
+                return false;
+        }
+
+        h->narrower[h->held_rounds % POLICY_NARROW_HOLD_ROUNDS] = gp->proposal;
+        h->held_rounds++;
+
+        big = h->placed && big_change(gp->demand, h->planned_demand);
+        held = h->held_rounds >= POLICY_NARROW_HOLD_ROUNDS;
+        too_soon = h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC;
+        if ((held || big) && !too_soon) {
+                narrow(gp, h, cur, big, now, ret);
+                return true;
+        }
+        describe_narrow_wait(gp, h, too_soon, final, now);
+        return false;
+}
+
+/*
+ * Widened onto what the last narrowing gave up, before another narrowing was even allowed: the
+ * narrowing did not hold. Remembers where and with what load, for narrowing_blocked().
+ */
+static void note_bounce(const Planner *p, const GroupPlan *gp, PolicyHistory *h, const double *others, usec_t now,
+                        const CpuMask *cur, const CpuMask *final) {
+        CpuMask regained;
+
+        cpumask_andnot(&regained, final, cur);
+        cpumask_and(&regained, &regained, &h->given_up);
+        if (others && !cpumask_empty(&regained) && h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC) {
+                h->bounced = true;
+                h->bounce_cpus = *cur;
+                h->bounce_load = gp->demand + load_on(p->t, others, cur);
+                h->bounce_usec = now;
+        }
+}
+
 /*
  * The stability rules. Widening (and dropping CPUs a group may no longer use: offline, isolated,
  * outside its allowed CPUs or of a class its biggest task does not fit) happens at once. A
@@ -620,7 +754,7 @@ static bool narrowing_blocked(const Topology *t, const GroupPlan *gp, PolicyHist
  */
 static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h, const double *others, usec_t now,
                       CpuMask *ret) {
-        CpuMask cur, added, removed, final, regained;
+        CpuMask cur, added, removed, final;
 
         if (!h->placed)
                 h->bounced = false;
@@ -636,73 +770,14 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
         cpumask_andnot(&removed, &cur, &gp->proposal);
         cpumask_or(&final, &cur, &added);
 
-        if (gp->waiting) {
+        if (gp->waiting)
+                stabilise_waiting(p, g, gp, h, &added, &removed, &final);
+        else if (cpumask_empty(&removed))
                 h->held_rounds = 0;
-                if (cpumask_empty(&added) && widen_one_core(p, &gp->candidates, &final))
-                        reason_append(gp->reason, "; waiting for CPU (runnable %.0f > util %.0f): widened to %d CPUs",
-                                      g->runnable, g->util, cpumask_count(&final));
-                else if (!cpumask_empty(&removed))
-                        reason_append(gp->reason, "; waiting for CPU (runnable %.0f > util %.0f): not narrowed",
-                                      g->runnable, g->util);
-                goto widened;
-        }
-
-        if (cpumask_empty(&removed)) {
-                h->held_rounds = 0;
-                goto widened;
-        }
-
-        if (narrowing_blocked(p->t, gp, h, others)) {
-                h->held_rounds = 0;
-                reason_append(gp->reason, "; stays on %d CPUs: narrowing to %d did not hold %.0f s ago, not again before the load there drops by more than %.0f%% from %.1f CPUs",
-                              cpumask_count(&final), cpumask_count(&gp->proposal), (double) (now - h->bounce_usec) / USEC_PER_SEC,
-                              POLICY_BIG_CHANGE_RATIO * 100, cpus_of(h->bounce_load));
-                goto widened;
-        }
-
-        h->narrower[h->held_rounds % POLICY_NARROW_HOLD_ROUNDS] = gp->proposal;
-        h->held_rounds++;
-
-        bool big = h->placed && big_change(gp->demand, h->planned_demand);
-        bool held = h->held_rounds >= POLICY_NARROW_HOLD_ROUNDS;
-        bool too_soon = h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC;
-
-        if ((held || big) && !too_soon) {
-                CpuMask target = gp->proposal;
-
-                if (!big)
-                        for (unsigned k = 0; k < POLICY_NARROW_HOLD_ROUNDS; k++)
-                                cpumask_or(&target, &target, &h->narrower[k]);
-                cpumask_and(&target, &target, &gp->candidates);
-                cpumask_or(&target, &target, &gp->proposal);
-                h->narrowed = true;
-                h->last_narrow_usec = now;
-                cpumask_andnot(&h->given_up, &cur, &target);
-                h->bounced = false;
-                h->held_rounds = 0;
-                *ret = target;
+        else if (try_narrow(p, gp, h, others, now, &cur, &final, ret))
                 return;
-        }
 
-        if (too_soon)
-                reason_append(gp->reason, "; narrowing from %d CPUs waits %.1f s (at most once per %u s)",
-                              cpumask_count(&final),
-                              (double) (POLICY_NARROW_INTERVAL_USEC - (now - h->last_narrow_usec)) / USEC_PER_SEC,
-                              (unsigned) (POLICY_NARROW_INTERVAL_USEC / USEC_PER_SEC));
-        else
-                reason_append(gp->reason, "; keeping %d CPUs until the narrower plan holds (%u of %u rounds)",
-                              cpumask_count(&final), h->held_rounds, POLICY_NARROW_HOLD_ROUNDS);
-
-widened:
-        /* Widened onto what the last narrowing gave up, before another narrowing was even allowed. */
-        cpumask_andnot(&regained, &final, &cur);
-        cpumask_and(&regained, &regained, &h->given_up);
-        if (others && !cpumask_empty(&regained) && h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC) {
-                h->bounced = true;
-                h->bounce_cpus = cur;
-                h->bounce_load = gp->demand + load_on(p->t, others, &cur);
-                h->bounce_usec = now;
-        }
+        note_bounce(p, gp, h, others, now, &cur, &final);
         *ret = final;
 }
 
@@ -814,17 +889,14 @@ static int place_with_history(Planner *p, const PolicyGroup *groups, GroupPlan *
         return 0;
 }
 
-/* Step 1: demand, candidates, mode; the history takes this round's sample. */
 /* Whether a group can run where it is: on an online CPU (isolated ones run tasks too). */
 static bool has_online(const Planner *p, const CpuMask *cpus) {
         return cpumask_intersects(cpus, &p->t->online);
 }
 
-static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t now, GroupPlan *gp, PolicyResult *r) {
-        const Topology *t = p->t;
+/* The operator's Shares= and Policy= where set; else the group's shares and the daemon's policy. */
+static void classify_overrides(const Planner *p, const PolicyGroup *g, GroupPlan *gp, PolicyResult *r) {
         const GroupConfig *c = g->config;
-        double demand = g->util;
-        unsigned nr = MAX(g->nr_threads, 1u);
 
         *gp = (GroupPlan){ .mode = PLACE_LEAVE, .min_cpus = c ? c->min_cpus : 0 };
         *r = (PolicyResult){ .cpus = g->cpus, .shares = g->shares };
@@ -835,6 +907,15 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
         }
         gp->policy = c && c->policy >= 0 ? c->policy : p->params->policy;
         r->policy = gp->policy;
+}
+
+/*
+ * The demand a group is planned for: the maximum util over the last rounds (the history takes
+ * this round's sample, whether or not the group is placed), or its runnable where it waits for CPU.
+ */
+static void classify_demand(const PolicyGroup *g, PolicyHistory *h, usec_t now, GroupPlan *gp, PolicyResult *r) {
+        double demand = g->util;
+        unsigned nr = MAX(g->nr_threads, 1u);
 
         if (h) {
                 if (!h->seen) {
@@ -854,82 +935,109 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
         gp->util = MAX(g->util, 0.0);
         r->demand = gp->demand;
         gp->max_task_util = g->max_task_util >= 0 ? g->max_task_util : g->util / nr;
+}
+
+/*
+ * Whether a group is left alone whatever CPUs it could have: the operator said Manage=no, its
+ * threads pin themselves (a cpuset would fight them), or its history is too short to plan on.
+ */
+static bool classify_left_alone(const PolicyGroup *g, const PolicyHistory *h, usec_t now, PolicyResult *r) {
+        const GroupConfig *c = g->config;
 
         if (c && c->manage == 0) {
                 snprintf(r->reason, sizeof r->reason, "Manage=no: left alone");
-                return;
+                return true;
         }
         if (g->pinned_narrower) {
                 snprintf(r->reason, sizeof r->reason, "its threads pin themselves narrower than its cpuset: left alone");
-                return;
+                return true;
         }
         if (h && now - h->first_seen_usec < POLICY_MIN_HISTORY_USEC) {
                 r->learning = true;
                 snprintf(r->reason, sizeof r->reason, "learning its load: %.1f s of history, placing after %.0f s",
                          (double) (now - h->first_seen_usec) / USEC_PER_SEC, (double) POLICY_MIN_HISTORY_USEC / USEC_PER_SEC);
-                return;
+                return true;
         }
+        return false;
+}
 
-        /* Candidates: online, not isolated, allowed (operator and parent), in cpuset.mems' nodes. */
+/*
+ * AllowedCPUs= cuts the candidates, unless none of its CPUs is usable (offline, isolated, outside
+ * the parent) while the group has no online CPU either (v1 empties a cpuset whose CPUs all went
+ * offline, and moves its tasks out): never an empty set wins, and the parent's CPUs stand in until
+ * one of its own comes back. Otherwise an empty cut leaves the group alone (classify()).
+ */
+static void restrict_to_allowed_cpus(const Planner *p, const PolicyGroup *g, GroupPlan *gp) {
+        CpuMask cut;
+
+        cpumask_and(&cut, &gp->candidates, &g->config->allowed_cpus);
+        if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
+                snprintf(gp->note, sizeof gp->note, "; no usable CPU in AllowedCPUs=, on its parent's CPUs until one is");
+        else
+                gp->candidates = cut;
+}
+
+/*
+ * cpuset.mems cuts the candidates to the CPUs of its NUMA nodes: near its memory. With no usable
+ * CPU there and no online one where it is, any usable CPU rather than none.
+ */
+static void restrict_to_mems(const Planner *p, const PolicyGroup *g, GroupPlan *gp) {
+        const Topology *t = p->t;
+        CpuMask nodes, cut;
+
+        cpumask_zero(&nodes);
+        for (size_t k = 0; k < t->n_numa_nodes; k++)
+                if (t->numa_nodes[k].id >= 0 && cpumask_test(&g->mems, t->numa_nodes[k].id))
+                        cpumask_or(&nodes, &nodes, &t->numa_nodes[k].cpus);
+        cpumask_and(&cut, &gp->candidates, &nodes);
+        if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
+                snprintf(gp->note, sizeof gp->note, "; no usable CPU in the NUMA nodes of its memory");
+        else
+                gp->candidates = cut;
+}
+
+/*
+ * On asymmetric machines a task fits a class when its util fits one CPU of it: the candidates are
+ * cut to the classes the group's biggest task fits. One that fits none goes to the biggest class;
+ * where no allowed CPU is of a class it fits, the candidates stay as they are.
+ */
+static void restrict_to_fit(const Topology *t, GroupPlan *gp) {
+        CpuMask fit, cut;
+
+        cpumask_zero(&fit);
+        for (size_t k = 0; k < t->n_classes; k++)
+                if (util_fits_capacity(gp->max_task_util, t->classes[k].capacity))
+                        cpumask_or(&fit, &fit, &t->classes[k].cpus);
+        if (cpumask_empty(&fit)) {
+                fit = t->classes[t->n_classes - 1].cpus;
+                gp->fits_none = true;
+        }
+        cpumask_and(&cut, &gp->candidates, &fit);
+        if (cpumask_empty(&cut))
+                gp->fit_impossible = true;
+        else {
+                gp->fit_restricted = !cpumask_equal(&cut, &gp->candidates) && !gp->fits_none;
+                gp->candidates = cut;
+        }
+}
+
+/* Candidates: online, not isolated, allowed (operator and parent), in cpuset.mems' nodes. */
+static void classify_candidates(const Planner *p, const PolicyGroup *g, GroupPlan *gp) {
         gp->candidates = p->usable;
         if (g->has_allowed)
                 cpumask_and(&gp->candidates, &gp->candidates, &g->allowed);
-        if (c && c->has_allowed_cpus) {
-                CpuMask cut;
+        if (g->config && g->config->has_allowed_cpus)
+                restrict_to_allowed_cpus(p, g, gp);
+        if (g->has_mems)
+                restrict_to_mems(p, g, gp);
+}
 
-                /*
-                 * AllowedCPUs= with none of its CPUs usable (offline, isolated, outside the parent)
-                 * while the group has no online CPU either (v1 empties a cpuset whose CPUs all went
-                 * offline, and moves its tasks out): never an empty set wins, and the parent's CPUs
-                 * stand in until one of its own comes back. Otherwise it is left alone, below.
-                 */
-                cpumask_and(&cut, &gp->candidates, &c->allowed_cpus);
-                if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
-                        snprintf(gp->note, sizeof gp->note, "; no usable CPU in AllowedCPUs=, on its parent's CPUs until one is");
-                else
-                        gp->candidates = cut;
-        }
-        if (g->has_mems) {
-                CpuMask nodes, cut;
-
-                cpumask_zero(&nodes);
-                for (size_t k = 0; k < t->n_numa_nodes; k++)
-                        if (t->numa_nodes[k].id >= 0 && cpumask_test(&g->mems, t->numa_nodes[k].id))
-                                cpumask_or(&nodes, &nodes, &t->numa_nodes[k].cpus);
-                /* No usable CPU near its memory, and no online one where it is: any usable CPU rather than none. */
-                cpumask_and(&cut, &gp->candidates, &nodes);
-                if (cpumask_empty(&cut) && !cpumask_empty(&gp->candidates) && !has_online(p, &g->cpus))
-                        snprintf(gp->note, sizeof gp->note, "; no usable CPU in the NUMA nodes of its memory");
-                else
-                        gp->candidates = cut;
-        }
-        if (cpumask_empty(&gp->candidates)) {
-                snprintf(r->reason, sizeof r->reason,
-                         "no online, non-isolated CPU in its allowed CPUs%s: left alone", g->has_mems ? " and NUMA nodes" : "");
-                return;
-        }
-
-        /* A task fits a class when its util fits one CPU of it; one that fits none goes to the biggest. */
-        if (asymmetric(t)) {
-                CpuMask fit, cut;
-
-                cpumask_zero(&fit);
-                for (size_t k = 0; k < t->n_classes; k++)
-                        if (util_fits_capacity(gp->max_task_util, t->classes[k].capacity))
-                                cpumask_or(&fit, &fit, &t->classes[k].cpus);
-                if (cpumask_empty(&fit)) {
-                        fit = t->classes[t->n_classes - 1].cpus;
-                        gp->fits_none = true;
-                }
-                cpumask_and(&cut, &gp->candidates, &fit);
-                if (cpumask_empty(&cut))
-                        gp->fit_impossible = true;
-                else {
-                        gp->fit_restricted = !cpumask_equal(&cut, &gp->candidates) && !gp->fits_none;
-                        gp->candidates = cut;
-                }
-        }
-
+/*
+ * How the policy places a group: performance spreads, power packs; balanced chooses by energy on
+ * asymmetric machines, and elsewhere packs only a group running in short bursts (a mean run per
+ * timeslice under the deepest idle state's target residency), as the article argues.
+ */
+static void classify_mode(const Topology *t, const PolicyGroup *g, GroupPlan *gp) {
         switch (gp->policy) {
         case POLICY_PERFORMANCE:
                 gp->mode = PLACE_SPREAD;
@@ -954,6 +1062,25 @@ static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
                 }
                 break;
         }
+}
+
+/* Step 1: demand, candidates, mode; the history takes this round's sample. */
+static void classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t now, GroupPlan *gp, PolicyResult *r) {
+        classify_overrides(p, g, gp, r);
+        classify_demand(g, h, now, gp, r);
+        if (classify_left_alone(g, h, now, r))
+                return;
+
+        classify_candidates(p, g, gp);
+        if (cpumask_empty(&gp->candidates)) {
+                snprintf(r->reason, sizeof r->reason,
+                         "no online, non-isolated CPU in its allowed CPUs%s: left alone", g->has_mems ? " and NUMA nodes" : "");
+                return;
+        }
+        if (asymmetric(p->t))
+                restrict_to_fit(p->t, gp);
+
+        classify_mode(p->t, g, gp);
         r->policy = gp->policy;
         r->managed = true;
 }
