@@ -148,6 +148,86 @@ static int list_prefixes(const char *root, char ***ret) {
 }
 
 /*
+ * Opens the prefixes of root that exist into next, top-down, taking their paths; stops at the
+ * first missing component ("/" must exist). The deepest one opened is the one to lock exclusive.
+ * *n_next counts what next holds, also on failure. Returns 0 or -errno (logged).
+ */
+static int open_prefixes(const Tree *t, char **prefixes, size_t n_prefixes, Held *next, size_t *n_next) {
+        for (size_t i = 0; i < n_prefixes; i++) {
+                Held h;
+                int r;
+
+                r = open_dir(t, prefixes[i], &h);
+                if (r == -ENOENT && i > 0)
+                        break;
+                if (r < 0)
+                        return log_error_errno(r, "Failed to open %s%s to lock it: %m", t->rd->path, prefixes[i]);
+                h.path = TAKE_PTR(prefixes[i]);
+                next[(*n_next)++] = h;
+        }
+        for (size_t i = 0; i < *n_next; i++)
+                next[i].exclusive = i + 1 == *n_next;
+        return 0;
+}
+
+/* Right after a flock() on path failed: -EBUSY, logged with the holder, when another holds it; else -errno (logged). */
+static int log_lock_failure(const SubtreeLock *l, const Tree *t, const char *path, int fd) {
+        if (errno == EWOULDBLOCK)
+                return log_busy(l, t, path, fd);
+        return log_error_errno(errno, "Failed to lock %s%s: %m", t->rd->path, path);
+}
+
+/* Locks the directories not held yet, first: a failure there leaves every held lock as it was. */
+static int lock_new(const SubtreeLock *l, Tree *t, const Held *next, size_t n_next, bool *changed) {
+        for (size_t i = 0; i < n_next; i++) {
+                if (find_held(t, next[i].dev, next[i].ino))
+                        continue;
+                *changed = true;
+                if (flock(next[i].fd, (next[i].exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0)
+                        return log_lock_failure(l, t, next[i].path, next[i].fd);
+        }
+        return 0;
+}
+
+/*
+ * Converts the mode of the directories held already where it differs. A failed conversion may
+ * have dropped the lock: then each of them up to it takes back the mode it had.
+ */
+static int convert_held(const SubtreeLock *l, Tree *t, const Held *next, size_t n_next, bool *changed) {
+        for (size_t i = 0; i < n_next; i++) {
+                Held *old = find_held(t, next[i].dev, next[i].ino);
+                int r;
+
+                if (!old || old->exclusive == next[i].exclusive)
+                        continue;
+                *changed = true;
+                if (flock(old->fd, (next[i].exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
+                        r = log_lock_failure(l, t, next[i].path, old->fd);
+                        for (size_t j = 0; j <= i; j++) {
+                                Held *o = find_held(t, next[j].dev, next[j].ino);
+
+                                if (o)
+                                        (void) flock(o->fd, (o->exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB);
+                        }
+                        return r;
+                }
+        }
+        return 0;
+}
+
+/* The directories held already keep their fds, which hold their locks: next takes those over. */
+static void take_over_fds(Tree *t, Held *next, size_t n_next) {
+        for (size_t i = 0; i < n_next; i++) {
+                Held *old = find_held(t, next[i].dev, next[i].ino);
+
+                if (!old)
+                        continue;
+                close(next[i].fd);
+                next[i].fd = TAKE_FD(old->fd);
+        }
+}
+
+/*
  * Makes t's locks those of root: every existing prefix shared, the deepest existing one exclusive.
  * Directories already held are kept (their mode converted last); on failure nothing held changes
  * (but for a conversion to exclusive that failed, whose shared lock is taken back). Returns 0, 1
@@ -170,64 +250,17 @@ static int tree_relock(SubtreeLock *l, Tree *t, const char *root) {
                 goto out;
         }
 
-        /* Open what exists, top-down; stop at the first missing component. */
-        for (size_t i = 0; i < n_prefixes; i++) {
-                Held h;
+        r = open_prefixes(t, prefixes, n_prefixes, next, &n_next);
+        if (r < 0)
+                goto out;
+        r = lock_new(l, t, next, n_next, &changed);
+        if (r < 0)
+                goto out;
+        r = convert_held(l, t, next, n_next, &changed);
+        if (r < 0)
+                goto out;
+        take_over_fds(t, next, n_next);
 
-                r = open_dir(t, prefixes[i], &h);
-                if (r == -ENOENT && i > 0)
-                        break;
-                if (r < 0) {
-                        log_error_errno(r, "Failed to open %s%s to lock it: %m", t->rd->path, prefixes[i]);
-                        goto out;
-                }
-                h.path = TAKE_PTR(prefixes[i]);
-                next[n_next++] = h;
-        }
-        for (size_t i = 0; i < n_next; i++)
-                next[i].exclusive = i + 1 == n_next;
-
-        /* New directories first: a failure there leaves every held lock as it was. */
-        for (size_t i = 0; i < n_next; i++) {
-                Held *old = find_held(t, next[i].dev, next[i].ino);
-
-                if (old)
-                        continue;
-                changed = true;
-                if (flock(next[i].fd, (next[i].exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
-                        r = errno == EWOULDBLOCK ? log_busy(l, t, next[i].path, next[i].fd)
-                                                 : log_error_errno(errno, "Failed to lock %s%s: %m", t->rd->path, next[i].path);
-                        goto out;
-                }
-        }
-        /* Then the ones held already: convert the mode where it differs, and take over their fds. */
-        for (size_t i = 0; i < n_next; i++) {
-                Held *old = find_held(t, next[i].dev, next[i].ino);
-
-                if (!old || old->exclusive == next[i].exclusive)
-                        continue;
-                changed = true;
-                if (flock(old->fd, (next[i].exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
-                        r = errno == EWOULDBLOCK ? log_busy(l, t, next[i].path, old->fd)
-                                                 : log_error_errno(errno, "Failed to lock %s%s: %m", t->rd->path, next[i].path);
-                        /* A failed conversion may have dropped the lock: take back what each had. */
-                        for (size_t j = 0; j <= i; j++) {
-                                Held *o = find_held(t, next[j].dev, next[j].ino);
-
-                                if (o)
-                                        (void) flock(o->fd, (o->exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB);
-                        }
-                        goto out;
-                }
-        }
-        for (size_t i = 0; i < n_next; i++) {
-                Held *old = find_held(t, next[i].dev, next[i].ino);
-
-                if (!old)
-                        continue;
-                close(next[i].fd);
-                next[i].fd = TAKE_FD(old->fd);
-        }
         changed = changed || n_next != t->n_held;
         held_array_free(t->held, t->n_held);
         t->held = TAKE_PTR(next);

@@ -71,40 +71,22 @@ static int print_text(Policy policy, const PlanFile *f, const PolicyResult *res,
         return 0;
 }
 
-int cmd_plan(const Args *args) {
-        _cleanup_plan_file_ PlanFile *f = NULL;
-        _cleanup_config_ Config *config = NULL;
+/*
+ * The machine under --sysfs-root: its topology, and the kernel's Energy Model where there is one
+ * that covers every online CPU (else NULL: the built-in model). Returns 0 or -errno (logged).
+ */
+static int load_machine(const char *sysfs_root, Topology **ret_topology, EnergyModel **ret_model) {
         _cleanup_rootdir_ RootDir *root = NULL;
         _cleanup_energy_model_ EnergyModel *em = NULL;
         _cleanup_topology_ Topology *t = NULL;
-        _cleanup_free_ PolicyGroup *groups = NULL;
-        _cleanup_free_ GroupConfig *merged = NULL;
-        _cleanup_free_ PolicyResult *res = NULL;
-        PolicyParams params = {};
-        double energy;
         int r;
 
-        /* The file first: a bad file is reported the same on every machine. */
-        r = plan_file_load(args->plan_file, &f);
+        r = rootdir_open(sysfs_root, &root);
         if (r < 0)
-                return EXIT_FAILURE;
-
-        if (args->config_file || args->config_dir) {
-                r = config_load_from(args->config_file, args->config_dir, &config);
-                if (r < 0)
-                        return EXIT_FAILURE;
-        }
-
-        r = rootdir_open(args->sysfs_root, &root);
-        if (r < 0) {
-                log_error_errno(r, "Failed to open --sysfs-root %s: %m", args->sysfs_root);
-                return EXIT_FAILURE;
-        }
+                return log_error_errno(r, "Failed to open --sysfs-root %s: %m", sysfs_root);
         r = topology_load(root, &t);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read the CPU topology under %s: %m", args->sysfs_root);
-                return EXIT_FAILURE;
-        }
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the CPU topology under %s: %m", sysfs_root);
         r = energy_model_load(root, &em);
         if (r < 0 && r != -ENOENT)
                 log_warning_errno(r, "Failed to read the kernel's Energy Model, using the built-in one: %m");
@@ -112,16 +94,16 @@ int cmd_plan(const Args *args) {
                 log_warning("The kernel's Energy Model does not cover every online CPU, using the built-in one.");
                 em = energy_model_free(em);
         }
+        *ret_topology = TAKE_PTR(t);
+        *ret_model = TAKE_PTR(em);
+        return 0;
+}
 
-        params.policy = args->policy ? policy_from_string(args->policy) : config ? config->policy : POLICY_BALANCED;
-        params.energy_model = em;
-
-        groups = new0(PolicyGroup, MAX(f->n_groups, 1u));
-        merged = new0(GroupConfig, MAX(f->n_groups, 1u));
-        res = new0(PolicyResult, MAX(f->n_groups, 1u));
-        if (!groups || !merged || !res)
-                return log_oom(), EXIT_FAILURE;
-
+/*
+ * The planner's view of the file's groups: each one's settings merged with its [Group] section
+ * of the configuration (config may be NULL), into merged[i], which groups[i] points at.
+ */
+static void plan_groups(const PlanFile *f, const Config *config, const Topology *t, PolicyGroup *groups, GroupConfig *merged) {
         for (size_t i = 0; i < f->n_groups; i++) {
                 const PlanGroup *pg = &f->groups[i];
 
@@ -144,6 +126,44 @@ int cmd_plan(const Args *args) {
                         .config = &merged[i],
                 };
         }
+}
+
+int cmd_plan(const Args *args) {
+        _cleanup_plan_file_ PlanFile *f = NULL;
+        _cleanup_config_ Config *config = NULL;
+        _cleanup_energy_model_ EnergyModel *em = NULL;
+        _cleanup_topology_ Topology *t = NULL;
+        _cleanup_free_ PolicyGroup *groups = NULL;
+        _cleanup_free_ GroupConfig *merged = NULL;
+        _cleanup_free_ PolicyResult *res = NULL;
+        PolicyParams params = {};
+        double energy;
+        int r;
+
+        /* The file first: a bad file is reported the same on every machine. */
+        r = plan_file_load(args->plan_file, &f);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        if (args->config_file || args->config_dir) {
+                r = config_load_from(args->config_file, args->config_dir, &config);
+                if (r < 0)
+                        return EXIT_FAILURE;
+        }
+
+        r = load_machine(args->sysfs_root, &t, &em);
+        if (r < 0)
+                return EXIT_FAILURE;
+
+        params.policy = args->policy ? policy_from_string(args->policy) : config ? config->policy : POLICY_BALANCED;
+        params.energy_model = em;
+
+        groups = new0(PolicyGroup, MAX(f->n_groups, 1u));
+        merged = new0(GroupConfig, MAX(f->n_groups, 1u));
+        res = new0(PolicyResult, MAX(f->n_groups, 1u));
+        if (!groups || !merged || !res)
+                return log_oom(), EXIT_FAILURE;
+        plan_groups(f, config, t, groups, merged);
 
         r = policy_plan(t, groups, f->n_groups, &params, NULL, 0, res);
         if (r >= 0)

@@ -46,144 +46,174 @@ static int set_mode(Args *a, Mode m, const char *name) {
         return 0;
 }
 
-/* Returns 1 to run, 0 to exit successfully (--help), -EINVAL on bad usage. */
-static int parse_argv(int argc, char *argv[], Args *a) {
-        enum {
-                ARG_ONCE = 0x100,
-                ARG_INTERVAL,
-                ARG_JSON,
-                ARG_PRINT_TOPOLOGY,
-                ARG_SYSFS_ROOT,
-                ARG_PLAN,
-                ARG_RESTORE,
-                ARG_LOG_LEVEL,
-                ARG_VERSION,
-                ARG_CONFIG_DIR,
-                ARG_BACKEND,
-        };
-        static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
-                { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
-                { "policy", required_argument, NULL, 'p' },
-                { "dry-run", no_argument, NULL, 'n' },
-                { "once", required_argument, NULL, ARG_ONCE },
-                { "interval", required_argument, NULL, ARG_INTERVAL },
-                { "backend", required_argument, NULL, ARG_BACKEND },
-                { "json", no_argument, NULL, ARG_JSON },
-                { "print-topology", no_argument, NULL, ARG_PRINT_TOPOLOGY },
-                { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
-                { "plan", required_argument, NULL, ARG_PLAN },
-                { "restore", no_argument, NULL, ARG_RESTORE },
-                { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                {},
-        };
-        int c, r;
+enum {
+        ARG_ONCE = 0x100,
+        ARG_INTERVAL,
+        ARG_JSON,
+        ARG_PRINT_TOPOLOGY,
+        ARG_SYSFS_ROOT,
+        ARG_PLAN,
+        ARG_RESTORE,
+        ARG_LOG_LEVEL,
+        ARG_VERSION,
+        ARG_CONFIG_DIR,
+        ARG_BACKEND,
+};
 
-        *a = (Args){ .mode = MODE_DAEMON, .sysfs_root = "/" };
+static const struct option options[] = {
+        { "config", required_argument, NULL, 'c' },
+        { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
+        { "policy", required_argument, NULL, 'p' },
+        { "dry-run", no_argument, NULL, 'n' },
+        { "once", required_argument, NULL, ARG_ONCE },
+        { "interval", required_argument, NULL, ARG_INTERVAL },
+        { "backend", required_argument, NULL, ARG_BACKEND },
+        { "json", no_argument, NULL, ARG_JSON },
+        { "print-topology", no_argument, NULL, ARG_PRINT_TOPOLOGY },
+        { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+        { "plan", required_argument, NULL, ARG_PLAN },
+        { "restore", no_argument, NULL, ARG_RESTORE },
+        { "log-level", required_argument, NULL, ARG_LOG_LEVEL },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, ARG_VERSION },
+        {},
+};
 
-        while ((c = getopt_long(argc, argv, "c:p:nh", options, NULL)) >= 0) {
-                switch (c) {
-                case 'c':
-                        a->config_file = optarg;
-                        break;
-                case ARG_CONFIG_DIR:
-                        if (isempty(optarg)) {
-                                log_error("Invalid --config-dir: empty path.");
-                                return -EINVAL;
-                        }
-                        a->config_dir = optarg;
-                        break;
-                case 'p':
-                        if (!policy_name_valid(optarg)) {
-                                log_error("Unknown policy \"%s\" for --policy: use power, performance or balanced.",
-                                          optarg);
-                                return -EINVAL;
-                        }
-                        a->policy = optarg;
-                        break;
-                case 'n':
-                        a->dry_run = true;
-                        break;
-                case ARG_ONCE: {
-                        double s;
-
-                        if (safe_atod(optarg, &s) < 0 || !(s > 0) || s > 86400.0 * 365) {
-                                log_error("Invalid --once \"%s\": a positive number of seconds.", optarg);
-                                return -EINVAL;
-                        }
-                        if ((r = set_mode(a, MODE_ONCE, "--once")) < 0)
-                                return r;
-                        a->once_usec = (usec_t) llround(s * (double) USEC_PER_SEC);
-                        break;
-                }
-                case ARG_INTERVAL: {
-                        unsigned ms;
-
-                        if (safe_atou(optarg, &ms) < 0 || ms < 1 || ms > 3600 * 1000) {
-                                log_error("Invalid --interval \"%s\": milliseconds, 1 to 3600000.", optarg);
-                                return -EINVAL;
-                        }
-                        a->interval_usec = (usec_t) ms * USEC_PER_MSEC;
-                        break;
-                }
-                case ARG_BACKEND:
-                        if (!streq(optarg, "bpf") && !streq(optarg, "proc")) {
-                                log_error("Invalid --backend \"%s\": bpf or proc.", optarg);
-                                return -EINVAL;
-                        }
-                        a->backend = optarg;
-                        break;
-                case ARG_JSON:
-                        a->json = true;
-                        break;
-                case ARG_PRINT_TOPOLOGY:
-                        if ((r = set_mode(a, MODE_PRINT_TOPOLOGY, "--print-topology")) < 0)
-                                return r;
-                        break;
-                case ARG_SYSFS_ROOT:
-                        if (isempty(optarg)) {
-                                log_error("Invalid --sysfs-root: empty path.");
-                                return -EINVAL;
-                        }
-                        a->sysfs_root = optarg;
-                        break;
-                case ARG_PLAN:
-                        if ((r = set_mode(a, MODE_PLAN, "--plan")) < 0)
-                                return r;
-                        a->plan_file = optarg;
-                        break;
-                case ARG_RESTORE:
-                        if ((r = set_mode(a, MODE_RESTORE, "--restore")) < 0)
-                                return r;
-                        break;
-                case ARG_LOG_LEVEL:
-                        r = log_level_from_string(optarg);
-                        if (r < 0) {
-                                log_error("Invalid --log-level \"%s\".", optarg);
-                                return -EINVAL;
-                        }
-                        log_set_max_level(r);
-                        break;
-                case 'h':
-                        help();
-                        return 0;
-                case ARG_VERSION:
-                        printf("peltd " PELTD_VERSION "\n");
-                        return 0;
-                case '?':
-                        /* getopt printed what was wrong. */
-                        return -EINVAL;
-                default:
-                        return -EINVAL;
-                }
-        }
-
-        if (optind < argc) {
-                log_error("Unexpected argument \"%s\"; see peltd --help.", argv[optind]);
+/* A directory option: an empty one is a mistake, not the current directory. */
+static int parse_path_option(const char *option, const char *s, const char **ret) {
+        if (isempty(s)) {
+                log_error("Invalid %s: empty path.", option);
                 return -EINVAL;
         }
+        *ret = s;
+        return 0;
+}
+
+static int parse_policy(const char *s, const char **ret) {
+        if (!policy_name_valid(s)) {
+                log_error("Unknown policy \"%s\" for --policy: use power, performance or balanced.", s);
+                return -EINVAL;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* --once SECONDS: a positive number, at most a year; it is a mode of its own. */
+static int parse_once(const char *s, Args *a) {
+        double sec;
+        int r;
+
+        if (safe_atod(s, &sec) < 0 || !(sec > 0) || sec > 86400.0 * 365) {
+                log_error("Invalid --once \"%s\": a positive number of seconds.", s);
+                return -EINVAL;
+        }
+        r = set_mode(a, MODE_ONCE, "--once");
+        if (r < 0)
+                return r;
+        a->once_usec = (usec_t) llround(sec * (double) USEC_PER_SEC);
+        return 0;
+}
+
+/* --interval MSEC: 1 ms to an hour. */
+static int parse_interval(const char *s, usec_t *ret) {
+        unsigned ms;
+
+        if (safe_atou(s, &ms) < 0 || ms < 1 || ms > 3600 * 1000) {
+                log_error("Invalid --interval \"%s\": milliseconds, 1 to 3600000.", s);
+                return -EINVAL;
+        }
+        *ret = (usec_t) ms * USEC_PER_MSEC;
+        return 0;
+}
+
+static int parse_backend(const char *s, const char **ret) {
+        if (!streq(s, "bpf") && !streq(s, "proc")) {
+                log_error("Invalid --backend \"%s\": bpf or proc.", s);
+                return -EINVAL;
+        }
+        *ret = s;
+        return 0;
+}
+
+/* --log-level takes effect at once: what parsing the rest logs is already at that level. */
+static int parse_log_level(const char *s) {
+        int r;
+
+        r = log_level_from_string(s);
+        if (r < 0) {
+                log_error("Invalid --log-level \"%s\".", s);
+                return -EINVAL;
+        }
+        log_set_max_level(r);
+        return 0;
+}
+
+/* One option from getopt_long(). Returns 1 to go on, 0 to exit successfully (--help, --version), -EINVAL. */
+static int parse_option(int c, const char *arg, Args *a) {
+        int r = 0;
+
+        switch (c) {
+        case 'c':
+                a->config_file = arg;
+                break;
+        case ARG_CONFIG_DIR:
+                r = parse_path_option("--config-dir", arg, &a->config_dir);
+                break;
+        case 'p':
+                r = parse_policy(arg, &a->policy);
+                break;
+        case 'n':
+                a->dry_run = true;
+                break;
+        case ARG_ONCE:
+                r = parse_once(arg, a);
+                break;
+        case ARG_INTERVAL:
+                r = parse_interval(arg, &a->interval_usec);
+                break;
+        case ARG_BACKEND:
+                r = parse_backend(arg, &a->backend);
+                break;
+        case ARG_JSON:
+                a->json = true;
+                break;
+        case ARG_PRINT_TOPOLOGY:
+                r = set_mode(a, MODE_PRINT_TOPOLOGY, "--print-topology");
+                break;
+        case ARG_SYSFS_ROOT:
+                r = parse_path_option("--sysfs-root", arg, &a->sysfs_root);
+                break;
+        case ARG_PLAN:
+                r = set_mode(a, MODE_PLAN, "--plan");
+                if (r >= 0)
+                        a->plan_file = arg;
+                break;
+        case ARG_RESTORE:
+                r = set_mode(a, MODE_RESTORE, "--restore");
+                break;
+        case ARG_LOG_LEVEL:
+                r = parse_log_level(arg);
+                break;
+        case 'h':
+                help();
+                return 0;
+        case ARG_VERSION:
+                printf("peltd " PELTD_VERSION "\n");
+                return 0;
+        case '?':
+                /* getopt printed what was wrong. */
+                return -EINVAL;
+        default:
+                return -EINVAL;
+        }
+        return r < 0 ? r : 1;
+}
+
+/*
+ * Options that apply to some modes only are refused with any other, and the configuration is
+ * named one way: an option that would be ignored is a mistake the operator should hear of.
+ */
+static int check_combinations(const Args *a) {
         if (a->config_file && a->config_dir) {
                 log_error("--config and --config-dir cannot be combined.");
                 return -EINVAL;
@@ -216,6 +246,28 @@ static int parse_argv(int argc, char *argv[], Args *a) {
                 log_error("--sysfs-root only applies to --print-topology and --plan.");
                 return -EINVAL;
         }
+        return 0;
+}
+
+/* Returns 1 to run, 0 to exit successfully (--help), -EINVAL on bad usage. */
+static int parse_argv(int argc, char *argv[], Args *a) {
+        int c, r;
+
+        *a = (Args){ .mode = MODE_DAEMON, .sysfs_root = "/" };
+
+        while ((c = getopt_long(argc, argv, "c:p:nh", options, NULL)) >= 0) {
+                r = parse_option(c, optarg, a);
+                if (r <= 0)
+                        return r;
+        }
+
+        if (optind < argc) {
+                log_error("Unexpected argument \"%s\"; see peltd --help.", argv[optind]);
+                return -EINVAL;
+        }
+        r = check_combinations(a);
+        if (r < 0)
+                return r;
         return 1;
 }
 

@@ -142,6 +142,96 @@ static void sleep_until(nsec_t deadline) {
                 ;
 }
 
+/* Each CPU's capacity from the topology (util is capacity-invariant); 1024 where unknown. */
+static int cpu_capacities(const Topology *topology, unsigned **ret, size_t *ret_n) {
+        _cleanup_free_ unsigned *capacity = NULL;
+        size_t n_cpus;
+        long nc;
+
+        nc = sysconf(_SC_NPROCESSORS_CONF);
+        n_cpus = nc > 0 ? (size_t) nc : 1;
+        for (size_t i = 0; topology && i < topology->n_cpus; i++)
+                n_cpus = MAX(n_cpus, (size_t) topology->cpus[i].cpu + 1);
+        capacity = new0(unsigned, n_cpus);
+        if (!capacity)
+                return -ENOMEM;
+        for (size_t i = 0; i < n_cpus; i++)
+                capacity[i] = TRACK_CAPACITY_SCALE;
+        for (size_t i = 0; topology && i < topology->n_cpus; i++)
+                capacity[topology->cpus[i].cpu] = topology->cpus[i].capacity;
+        *ret = TAKE_PTR(capacity);
+        *ret_n = n_cpus;
+        return 0;
+}
+
+/*
+ * The sampler, on the backend --backend names (it wins over SamplingBackend=). --once samples every
+ * thread, whatever TaskTracking= says. Returns 0 or -errno (logged).
+ */
+static int open_sampling(const Args *args, const Config *config, const RootDir *sysroot, const CgroupFs *fs, RootDir *proc,
+                         const unsigned *capacity, size_t n_cpus, Sampling **ret) {
+        BpfSampler *bpf = NULL;
+        int r;
+
+        if (args->backend)
+                r = sampling_open_backend(sysroot, fs->mode, streq(args->backend, "bpf") ? SAMPLING_BACKEND_BPF : SAMPLING_BACKEND_PROC,
+                                          "--backend ", &bpf);
+        else
+                r = sampling_open_backend(sysroot, fs->mode, config->sampling_backend, "SamplingBackend=", &bpf);
+        if (r < 0)
+                return r; /* logged */
+
+        r = sampling_new(proc, fs, config,
+                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity,
+                                             .n_capacity = n_cpus, .bpf = bpf },
+                         ret);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up sampling: %m");
+        if (!bpf)
+                log_debug("cgroup %s; proc connector %s.", cgroup_mode_to_string(fs->mode),
+                          proc_sampler_netlink_active(sampling_proc_sampler(*ret)) ? "active" : "unavailable, rescanning /proc every round");
+        return 0;
+}
+
+/* A baseline round, then one every interval counted from it, whatever each round took. */
+static int sample_rounds(Sampling *s, uint64_t rounds, usec_t interval) {
+        nsec_t start = now_nsec(CLOCK_MONOTONIC);
+        int r;
+
+        for (uint64_t k = 0; k <= rounds; k++) {
+                if (k > 0)
+                        sleep_until(start + k * interval * NSEC_PER_USEC);
+                r = sampling_round(s, now_nsec(CLOCK_MONOTONIC), true);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to sample: %m");
+        }
+        return 0;
+}
+
+/* The final values, as JSON or as a table, on stdout. Returns 0 or -errno (logged). */
+static int print_result(const Args *args, Sampling *s, usec_t interval) {
+        SampledThread *threads;
+        SampledGroup *groups;
+        size_t nt, ng;
+        int r;
+
+        nt = sampling_threads(s, &threads);
+        ng = sampling_groups(s, &groups);
+        if ((nt && !threads) || (ng && !groups))
+                return log_oom();
+
+        if (args->json) {
+                r = print_json(sampling_rounds(s), interval, threads, nt, groups, ng);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to print the result: %m");
+        } else
+                print_text(sampling_rounds(s), interval, threads, nt, groups, ng);
+
+        if (fflush(stdout) != 0)
+                return log_error_errno(errno, "Failed to write the result: %m");
+        return 0;
+}
+
 int cmd_once(const Args *args) {
         _cleanup_config_ Config *config = NULL;
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
@@ -149,14 +239,9 @@ int cmd_once(const Args *args) {
         _cleanup_topology_ Topology *topology = NULL;
         _cleanup_sampling_ Sampling *s = NULL;
         _cleanup_free_ unsigned *capacity = NULL;
-        BpfSampler *bpf = NULL;
-        SampledThread *threads;
-        SampledGroup *groups;
-        size_t nt, ng, n_cpus;
+        size_t n_cpus;
         usec_t interval;
         uint64_t rounds;
-        nsec_t start;
-        long nc;
         int r;
 
         r = config_load_from(args->config_file, args->config_dir, &config);
@@ -177,74 +262,19 @@ int cmd_once(const Args *args) {
                 return 1;
         }
 
-        /* Each CPU's capacity from the topology (util is capacity-invariant); 1024 where unknown. */
-        nc = sysconf(_SC_NPROCESSORS_CONF);
-        n_cpus = nc > 0 ? (size_t) nc : 1;
         r = rootdir_open("/", &sysroot);
         if (r >= 0)
                 r = topology_load(sysroot, &topology);
         if (r < 0)
                 log_debug_errno(r, "No CPU topology, every CPU counts 1024: %m");
-        for (size_t i = 0; topology && i < topology->n_cpus; i++)
-                n_cpus = MAX(n_cpus, (size_t) topology->cpus[i].cpu + 1);
-        capacity = new0(unsigned, n_cpus);
-        if (!capacity)
+        if (cpu_capacities(topology, &capacity, &n_cpus) < 0)
                 return log_oom(), 1;
-        for (size_t i = 0; i < n_cpus; i++)
-                capacity[i] = TRACK_CAPACITY_SCALE;
-        for (size_t i = 0; topology && i < topology->n_cpus; i++)
-                capacity[topology->cpus[i].cpu] = topology->cpus[i].capacity;
 
-        /* --backend wins over SamplingBackend=. */
-        if (args->backend)
-                r = sampling_open_backend(sysroot, fs->mode, streq(args->backend, "bpf") ? SAMPLING_BACKEND_BPF : SAMPLING_BACKEND_PROC,
-                                          "--backend ", &bpf);
-        else
-                r = sampling_open_backend(sysroot, fs->mode, config->sampling_backend, "SamplingBackend=", &bpf);
+        r = open_sampling(args, config, sysroot, fs, proc, capacity, n_cpus, &s);
         if (r < 0)
-                return 1; /* logged */
-
-        /* --once samples every thread, whatever TaskTracking= says. */
-        r = sampling_new(proc, fs, config,
-                         &(SamplingOptions){ .task_tracking = true, .netlink = true, .process_clocks = true, .capacity = capacity,
-                                             .n_capacity = n_cpus, .bpf = bpf },
-                         &s);
-        if (r < 0) {
-                log_error_errno(r, "Failed to set up sampling: %m");
                 return 1;
-        }
-        if (!bpf)
-                log_debug("cgroup %s; proc connector %s.", cgroup_mode_to_string(fs->mode),
-                          proc_sampler_netlink_active(sampling_proc_sampler(s)) ? "active" : "unavailable, rescanning /proc every round");
-
-        start = now_nsec(CLOCK_MONOTONIC);
-        for (uint64_t k = 0; k <= rounds; k++) {
-                if (k > 0)
-                        sleep_until(start + k * interval * NSEC_PER_USEC);
-                r = sampling_round(s, now_nsec(CLOCK_MONOTONIC), true);
-                if (r < 0) {
-                        log_error_errno(r, "Failed to sample: %m");
-                        return 1;
-                }
-        }
-
-        nt = sampling_threads(s, &threads);
-        ng = sampling_groups(s, &groups);
-        if ((nt && !threads) || (ng && !groups))
-                return log_oom(), 1;
-
-        if (args->json) {
-                r = print_json(sampling_rounds(s), interval, threads, nt, groups, ng);
-                if (r < 0) {
-                        log_error_errno(r, "Failed to print the result: %m");
-                        return 1;
-                }
-        } else
-                print_text(sampling_rounds(s), interval, threads, nt, groups, ng);
-
-        if (fflush(stdout) != 0) {
-                log_error_errno(errno, "Failed to write the result: %m");
+        r = sample_rounds(s, rounds, interval);
+        if (r < 0)
                 return 1;
-        }
-        return 0;
+        return print_result(args, s, interval) < 0 ? 1 : 0;
 }

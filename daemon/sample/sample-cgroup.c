@@ -817,70 +817,82 @@ static int walk_found(Walk *w, const char *path, uint64_t ino, CgroupGroup **ret
         return 0;
 }
 
-static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top) {
-        _cleanup_closedir_ DIR *d = NULL;
-        _cleanup_free_ char *rel = NULL;
-        struct dirent *de;
+/*
+ * Where no group above path is managed and the filter selects path, it is the managed group from
+ * here down (*managed). Returns 1 to go on, 0 when it is gone meanwhile (below the top), or -errno.
+ */
+static int walk_select(Walk *w, const char *path, DIR *d, bool top, CgroupGroup **managed) {
+        struct stat st;
         int k;
 
-        rel = cgroup_file_path(path, "");
-        if (!rel)
-                return -ENOMEM;
-        k = rootdir_opendir(w->root, *rel ? rel : ".", &d);
+        if (*managed || !w->s->filter.selects(path, w->s->filter.userdata))
+                return 1;
+        if (fstat(dirfd(d), &st) < 0)
+                return top ? -errno : 0;
+        k = walk_found(w, path, (uint64_t) st.st_ino, managed);
+        if (k < 0 || !*managed)
+                return k; /* an error, or gone meanwhile */
+        return 1;
+}
+
+/* The BPF sampler's membership: the group's directory inode (its cgroup id). Returns as walk_select(). */
+static int walk_id(Walk *w, const char *path, DIR *d, bool top, CgroupGroup *managed) {
+        struct stat st;
+        size_t idx;
+        int k;
+
+        if (fstat(dirfd(d), &st) < 0)
+                return top ? -errno : 0;
+        k = path_add(w->s, path, &idx);
         if (k < 0)
-                /* Removed since its parent was read: normal. */
-                return top ? k : 0;
+                return k;
+        w->id_cb((uint64_t) st.st_ino, idx, managed, w->userdata);
+        return 1;
+}
 
-        if (!managed && w->s->filter.selects(path, w->s->filter.userdata)) {
-                struct stat st;
+/*
+ * /proc's membership: the threads the group's tasks file lists, each handed to the callback and
+ * counted in the managed group. Returns as walk_select().
+ */
+static int walk_members(Walk *w, const char *path, bool top, CgroupGroup *managed) {
+        _cleanup_free_ char *file = NULL, *content = NULL;
+        _cleanup_free_ pid_t *tids = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t n_tids = 0, idx;
+        int k;
 
-                if (fstat(dirfd(d), &st) < 0)
-                        return top ? -errno : 0;
-                k = walk_found(w, path, (uint64_t) st.st_ino, &managed);
-                if (k < 0 || !managed)
-                        return k; /* an error, or gone meanwhile */
-        }
-
-        if (w->id_cb) {
-                struct stat st;
-                size_t idx;
-
-                if (fstat(dirfd(d), &st) < 0)
-                        return top ? -errno : 0;
-                k = path_add(w->s, path, &idx);
-                if (k < 0)
+        /* Reopened every time: on v1 a kept tasks fd goes on serving the list it cached. */
+        file = cgroup_file_path(path, w->threads_file);
+        if (!file)
+                return -ENOMEM;
+        fd = rootdir_open_file(w->root, file, O_RDONLY);
+        if (fd >= 0 && read_full_fd(fd, &content, NULL) >= 0) {
+                k = cgroup_parse_tids(content, &tids, &n_tids);
+                if (k == -ENOMEM)
                         return k;
-                w->id_cb((uint64_t) st.st_ino, idx, managed, w->userdata);
-        } else if (w->cb) {
-                _cleanup_free_ char *file = NULL, *content = NULL;
-                _cleanup_free_ pid_t *tids = NULL;
-                _cleanup_close_ int fd = -1;
-                size_t n_tids = 0, idx;
+                if (k < 0) {
+                        log_debug("%s: %s does not parse, ignoring it this round.", path, w->threads_file);
+                        n_tids = 0;
+                }
+        } else if (!top && fd < 0)
+                return 0; /* removed meanwhile */
 
-                /* Reopened every time: on v1 a kept tasks fd goes on serving the list it cached. */
-                file = cgroup_file_path(path, w->threads_file);
-                if (!file)
-                        return -ENOMEM;
-                fd = rootdir_open_file(w->root, file, O_RDONLY);
-                if (fd >= 0 && read_full_fd(fd, &content, NULL) >= 0) {
-                        k = cgroup_parse_tids(content, &tids, &n_tids);
-                        if (k == -ENOMEM)
-                                return k;
-                        if (k < 0) {
-                                log_debug("%s: %s does not parse, ignoring it this round.", path, w->threads_file);
-                                n_tids = 0;
-                        }
-                } else if (!top && fd < 0)
-                        return 0; /* removed meanwhile */
+        k = path_add(w->s, path, &idx);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < n_tids; i++)
+                w->cb(tids[i], idx, managed, w->userdata);
+        if (managed)
+                managed->nr_tasks += n_tids;
+        return 1;
+}
 
-                k = path_add(w->s, path, &idx);
-                if (k < 0)
-                        return k;
-                for (size_t i = 0; i < n_tids; i++)
-                        w->cb(tids[i], idx, managed, w->userdata);
-                if (managed)
-                        managed->nr_tasks += n_tids;
-        }
+static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top);
+
+/* The subdirectories of path, d open on it, each walked in turn. */
+static int walk_children(Walk *w, const char *path, DIR *d, CgroupGroup *managed) {
+        struct dirent *de;
+        int k;
 
         while ((de = readdir(d))) {
                 _cleanup_free_ char *child = NULL;
@@ -911,6 +923,32 @@ static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top)
                         return k;
         }
         return 0;
+}
+
+/* One directory of the walk: its group (if selected), its membership, then its children. */
+static int walk_group(Walk *w, const char *path, CgroupGroup *managed, bool top) {
+        _cleanup_closedir_ DIR *d = NULL;
+        _cleanup_free_ char *rel = NULL;
+        int k;
+
+        rel = cgroup_file_path(path, "");
+        if (!rel)
+                return -ENOMEM;
+        k = rootdir_opendir(w->root, *rel ? rel : ".", &d);
+        if (k < 0)
+                /* Removed since its parent was read: normal. */
+                return top ? k : 0;
+
+        k = walk_select(w, path, d, top, &managed);
+        if (k <= 0)
+                return k;
+        if (w->id_cb)
+                k = walk_id(w, path, d, top, managed);
+        else if (w->cb)
+                k = walk_members(w, path, top, managed);
+        if (k <= 0)
+                return k;
+        return walk_children(w, path, d, managed);
 }
 
 static int walk(CgroupSampler *s, cgroup_member_cb cb, cgroup_id_cb id_cb, void *userdata) {

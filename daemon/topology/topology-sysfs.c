@@ -768,22 +768,12 @@ static int add_policy(Topology *t, Policy *p, int *owner, Policy **policies, siz
         return 0;
 }
 
-static int build_freq_domains(const RootDir *root, Topology *t) {
+/* The N of every cpu/cpufreq/policyN (Linux 4.4+), ascending; none when there is no such directory. */
+static int read_policy_numbers(const RootDir *root, int **ret, size_t *ret_n) {
         _cleanup_closedir_ DIR *d = NULL;
-        _cleanup_free_ Policy *policies = NULL;
-        _cleanup_free_ int *owner = new0(int, t->n_cpus);
-        _cleanup_free_ GroupKey *keys = NULL;
-        _cleanup_free_ int *index = NULL;
-        _cleanup_free_ int *policy_nums = NULL;
-        size_t n_policies = 0, n_nums = 0, n;
-        int r;
+        _cleanup_free_ int *nums = NULL;
+        size_t n = 0;
 
-        if (!owner)
-                return -ENOMEM;
-        for (size_t i = 0; i < t->n_cpus; i++)
-                owner[i] = -1;
-
-        /* cpu/cpufreq/policyN (Linux 4.4+), in policy order... */
         if (rootdir_opendir(root, CPU_DIR "/cpufreq", &d) >= 0) {
                 struct dirent *de;
 
@@ -793,15 +783,34 @@ static int build_freq_domains(const RootDir *root, Topology *t) {
 
                         if (!numbered_name(de->d_name, "policy", &num))
                                 continue;
-                        nn = realloc(policy_nums, (n_nums + 1) * sizeof *nn);
+                        nn = realloc(nums, (n + 1) * sizeof *nn);
                         if (!nn)
                                 return -ENOMEM;
-                        policy_nums = nn;
-                        policy_nums[n_nums++] = num;
+                        nums = nn;
+                        nums[n++] = num;
                 }
         }
-        if (n_nums > 0)
-                qsort(policy_nums, n_nums, sizeof *policy_nums, int_cmp);
+        if (n > 0)
+                qsort(nums, n, sizeof *nums, int_cmp);
+        *ret = TAKE_PTR(nums);
+        *ret_n = n;
+        return 0;
+}
+
+/*
+ * The cpufreq policies, each CPU owned by the first that names it (owner[i]: the policy of
+ * t->cpus[i], -1 for none): cpu/cpufreq/policyN in policy order, then cpuN/cpufreq for the CPUs no
+ * policy named (older kernels: a directory per owner CPU).
+ */
+static int read_policies(const RootDir *root, Topology *t, int *owner, Policy **ret, size_t *ret_n) {
+        _cleanup_free_ Policy *policies = NULL;
+        _cleanup_free_ int *policy_nums = NULL;
+        size_t n_policies = 0, n_nums = 0;
+        int r;
+
+        r = read_policy_numbers(root, &policy_nums, &n_nums);
+        if (r < 0)
+                return r;
         for (size_t k = 0; k < n_nums; k++) {
                 char dir[PATH_SIZE];
                 Policy p;
@@ -812,7 +821,6 @@ static int build_freq_domains(const RootDir *root, Topology *t) {
                 if (r < 0)
                         return r;
         }
-        /* ...then cpuN/cpufreq for CPUs no policy named (older kernels: a directory per owner CPU). */
         for (size_t i = 0; i < t->n_cpus; i++) {
                 char dir[PATH_SIZE];
                 Policy p;
@@ -826,6 +834,48 @@ static int build_freq_domains(const RootDir *root, Topology *t) {
                 if (r < 0)
                         return r;
         }
+        *ret = TAKE_PTR(policies);
+        *ret_n = n_policies;
+        return 0;
+}
+
+/* The frequency domains ordered by their lowest CPU, like every other group; each CPU's index into them. */
+static int index_freq_domains(Topology *t, const int *owner) {
+        _cleanup_free_ GroupKey *keys = new0(GroupKey, t->n_cpus);
+        _cleanup_free_ int *index = new0(int, t->n_cpus);
+        _cleanup_free_ bool *member = new0(bool, t->n_cpus);
+        size_t n;
+        int r;
+
+        if (!keys || !index || !member)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n_cpus; i++) {
+                keys[i] = (GroupKey){ owner[i], 0, 0 };
+                member[i] = owner[i] >= 0;
+        }
+        r = build_masks(t, keys, member, &t->freq_domains, &n, index);
+        if (r < 0)
+                return r;
+        t->n_freq_domains = n;
+        for (size_t i = 0; i < t->n_cpus; i++)
+                t->cpus[i].freq_domain_index = index[i];
+        return 0;
+}
+
+static int build_freq_domains(const RootDir *root, Topology *t) {
+        _cleanup_free_ Policy *policies = NULL;
+        _cleanup_free_ int *owner = new0(int, t->n_cpus);
+        size_t n_policies = 0;
+        int r;
+
+        if (!owner)
+                return -ENOMEM;
+        for (size_t i = 0; i < t->n_cpus; i++)
+                owner[i] = -1;
+
+        r = read_policies(root, t, owner, &policies, &n_policies);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < t->n_cpus; i++) {
                 t->cpus[i].freq_domain_index = -1;
@@ -833,29 +883,7 @@ static int build_freq_domains(const RootDir *root, Topology *t) {
         }
         if (n_policies == 0)
                 return 0;
-
-        /* Order the domains by their lowest CPU, like every other group. */
-        keys = new0(GroupKey, t->n_cpus);
-        index = new0(int, t->n_cpus);
-        if (!keys || !index)
-                return -ENOMEM;
-        for (size_t i = 0; i < t->n_cpus; i++)
-                keys[i] = (GroupKey){ owner[i], 0, 0 };
-        {
-                _cleanup_free_ bool *member = new0(bool, t->n_cpus);
-
-                if (!member)
-                        return -ENOMEM;
-                for (size_t i = 0; i < t->n_cpus; i++)
-                        member[i] = owner[i] >= 0;
-                r = build_masks(t, keys, member, &t->freq_domains, &n, index);
-                if (r < 0)
-                        return r;
-        }
-        t->n_freq_domains = n;
-        for (size_t i = 0; i < t->n_cpus; i++)
-                t->cpus[i].freq_domain_index = index[i];
-        return 0;
+        return index_freq_domains(t, owner);
 }
 
 static void read_cpu_capacity(const RootDir *root, CpuRaw *raw) {

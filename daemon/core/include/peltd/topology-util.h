@@ -6,12 +6,20 @@
 #include <stdint.h>
 
 #include "peltd/cpumask.h"
-#include "peltd/topology.h"
 
 /*
  * The pure parts of topology detection: parsing what sysfs and /proc/cpuinfo say, and the
  * capacity rules of DESIGN.md. No I/O, no logging; the tests call them on strings and arrays.
+ * They know nothing of the Topology: topology.h includes this for the capacity types below.
  */
+
+/* The kernel's SCHED_CAPACITY_SCALE: the biggest CPU. */
+#define CAPACITY_SCALE 1024
+
+typedef struct CapacityClass {
+        unsigned capacity;           /* the smallest capacity in the class */
+        CpuMask cpus;
+} CapacityClass;
 
 /*
  * A CPU list as sysfs writes it ("0-3,8"), or as old kernels wrote cpufreq's related_cpus and

@@ -7,14 +7,12 @@
 #include "peltd/cpumask.h"
 #include "peltd/macro.h"
 #include "peltd/time-util.h"
+#include "peltd/topology-util.h"
 
 /*
  * The CPU topology as data (read from sysfs under a root by topology-sysfs.h; tests: a fixture tree).
  * Every CPU set holds online CPUs only; groups are ordered by their lowest CPU, NUMA nodes by id.
  */
-
-/* The kernel's SCHED_CAPACITY_SCALE: the biggest CPU. */
-#define CAPACITY_SCALE 1024
 
 typedef struct TopoCpu {
         int cpu;
@@ -40,11 +38,6 @@ typedef struct TopoGroup {
         int id;
         CpuMask cpus;
 } TopoGroup;
-
-typedef struct CapacityClass {
-        unsigned capacity;           /* the smallest capacity in the class */
-        CpuMask cpus;
-} CapacityClass;
 
 /* Where a capacity came from (the first source that covers every online CPU, DESIGN.md). */
 typedef enum CapacitySource {
