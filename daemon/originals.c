@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "peltd/alloc-util.h"
+#include "peltd/apply-values.h"
 #include "peltd/cgroup-path.h"
 #include "peltd/fs-util.h"
 #include "peltd/originals.h"
@@ -155,28 +156,18 @@ static bool valid_unit_name(const char *u) {
 }
 
 const char *original_check(const Original *e) {
-        /* The files peltd places, per hierarchy (DESIGN.md, "cgroups"); nothing else is ever written. */
-        static const char *const cpuset_files[] = { "cpuset.cpus", NULL };
-        static const char *const cpu_files[] = { "cpu.shares", NULL };
-        static const char *const unified_files[] = { "cpuset.cpus", "cpu.weight", "cgroup.subtree_control", NULL };
-        static const char *const unit_properties[] = { "AllowedCPUs", "CPUWeight", NULL };
         _cleanup_free_ char *norm = NULL;
-        const char *const *files;
+        ApplyTarget t;
 
-        if (streq(e->hierarchy, "systemd")) {
+        /* The files peltd places: the places of the table's values (apply-values.h); nothing else is ever written. */
+        if (placed_target_of(e->hierarchy, &t) < 0)
+                return "not a hierarchy peltd writes";
+        if (t == APPLY_SYSTEMD) {
                 if (!valid_unit_name(e->group))
                         return "not a systemd unit name";
-                return is_one_of(e->file, unit_properties) ? NULL : "not a property peltd sets";
+                return placed_value_at(e->hierarchy, e->file, NULL) ? NULL : "not a property peltd sets";
         }
-        if (streq(e->hierarchy, "cpuset"))
-                files = cpuset_files;
-        else if (streq(e->hierarchy, "cpu"))
-                files = cpu_files;
-        else if (streq(e->hierarchy, "unified"))
-                files = unified_files;
-        else
-                return "not a hierarchy peltd writes";
-        if (!is_one_of(e->file, files))
+        if (!placed_value_at(e->hierarchy, e->file, NULL))
                 return "not a file peltd places";
         /* Normalised already: absolute, no ".", "..", empty or control-character component. */
         if (cgroup_path_normalize(e->group, &norm) < 0 || !streq(norm, e->group))

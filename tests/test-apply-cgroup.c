@@ -190,7 +190,13 @@ static int setup_test(_unused_ void **state) {
 }
 
 static CgWrite W(const char *h, const char *group, const char *file, const char *value) {
-        return (CgWrite){ .hierarchy = h, .group = strdup(group), .file = file, .value = strdup(value) };
+        ApplyTarget t;
+        const PlacedValue *pv = placed_value_at(h, file, &t);
+        CgWrite w;
+
+        assert_non_null(pv);
+        assert_int_equal(cg_write_init(&w, pv, t, group, value), 0);
+        return w;
 }
 
 static void done(CgWrite *w, size_t n) {
@@ -392,7 +398,7 @@ static void test_restore_narrowing_order_and_subtree_control(_unused_ void **sta
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
         CgWrite w[] = {
-                W("cpuset", "/peltd", "cgroup.subtree_control", "+cpuset"),
+                W("unified", "/peltd", "cgroup.subtree_control", "+cpuset"),
                 W("cpuset", "/peltd/batch", "cpuset.cpus", "0-7"),
         };
 
@@ -556,7 +562,7 @@ static void test_rollback_of_a_move(_unused_ void **state) {
 static void test_rollback_disables_what_it_enabled(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CgWrite w[] = {
-                W("cpuset", "/peltd", "cgroup.subtree_control", "+cpuset"),
+                W("unified", "/peltd", "cgroup.subtree_control", "+cpuset"),
                 W("cpu", "/peltd/web", "cpu.shares", "300"),
         };
 
@@ -638,7 +644,7 @@ static void test_error_classes(_unused_ void **state) {
 
 static void test_missing_file_of_a_present_group(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite w[] = { W("cpu", "/peltd/web", "cpu.weight", "100") };
+        CgWrite w[] = { W("unified", "/peltd/web", "cpu.weight", "100") };
 
         assert_int_equal(originals_load(statepath, &o), 0);
         /* The group is there, the file is not: not "gone", a file that should exist. */

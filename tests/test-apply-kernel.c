@@ -81,7 +81,13 @@ static char *get(const char *h, const char *group, const char *file) {
 }
 
 static CgWrite W(const char *h, const char *group, const char *file, const char *value) {
-        return (CgWrite){ .hierarchy = h, .group = strdup(group), .file = file, .value = strdup(value) };
+        ApplyTarget t;
+        const PlacedValue *pv = placed_value_at(h, file, &t);
+        CgWrite w;
+
+        assert_non_null(pv);
+        assert_int_equal(cg_write_init(&w, pv, t, group, value), 0);
+        return w;
 }
 
 static int setup(_unused_ void **state) {

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "peltd/apply-values.h"
 #include "peltd/cpumask.h"
 #include "peltd/originals.h"
 
@@ -35,7 +36,9 @@ typedef struct CgroupIO {
 } CgroupIO;
 
 typedef struct CgWrite {
-        const char *hierarchy;       /* "cpuset", "cpu", "unified" */
+        const PlacedValue *pv;       /* the value's row (apply-values.h) */
+        ApplyTarget target;
+        const char *hierarchy;       /* its place on target, as the state file names it: "cpuset", "cpu", "unified" */
         char *group;                 /* "/a/b" */
         const char *file;            /* "cpuset.cpus", "cpu.shares", "cpu.weight", "cgroup.subtree_control" */
         char *value;                 /* what to write */
@@ -46,10 +49,12 @@ typedef struct CgWrite {
         bool unrecorded;             /* error: its original could not be recorded, so it was not written */
 } CgWrite;
 
+/*
+ * A write of value to pv's place on target t for group (both copied). Returns 0, -EINVAL when t
+ * has no place for pv, or -ENOMEM (then *w is empty).
+ */
+int cg_write_init(CgWrite *w, const PlacedValue *pv, ApplyTarget t, const char *group, const char *value);
 void cg_write_done(CgWrite *w);
-
-/* Whether a file holds CPU lists (cpuset.cpus): those are compared as sets and never written empty. */
-bool cg_file_is_cpulist(const char *file);
 
 /*
  * Whether a file holding `cur` still holds peltd's last value `written`: the same value (CPU
@@ -154,26 +159,12 @@ unsigned cg_retry_succeeded(CgRetry *s);
  */
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run);
 
-/* Where and how a group's placement is written. */
-typedef enum ApplyTarget {
-        APPLY_V1,                    /* cpuset.cpus in "cpuset", cpu.shares in "cpu" */
-        APPLY_V2,                    /* cpuset.cpus and cpu.weight in "unified", controllers enabled in the parents */
-        APPLY_SYSTEMD,               /* AllowedCPUs= and CPUWeight= of the unit owning the group */
-} ApplyTarget;
-
-typedef struct Placement {
-        const char *group;
-        CpuMask cpus;
-        uint64_t shares;             /* cpu.shares to set (v2/systemd: converted to a weight); 0: leave alone */
-        ApplyTarget target;
-        const char *unit;            /* APPLY_SYSTEMD: the unit */
-} Placement;
-
 /*
- * The writes that put a group on its CPUs with its shares: the group's own cpuset, and those of
- * its descendants that have their own (narrowed with it: each keeps the part of its original set
- * inside the group's new one), the shares or weight, and on v2 the "+cpuset"/"+cpu" the parents'
- * subtree_control needs. Free with cg_writes_free(). A v1 descendant none of whose own CPUs the
+ * The writes that place a group (Placement, apply-values.h): each value of the table the placement
+ * sets, in table order, on the group (its cpuset, its shares or weight); after a value whose
+ * place narrows descendants, those of them that have their own (each keeps the part of its
+ * original set inside the group's new one); and first, on v2, the "+cpuset"/"+cpu" the parents'
+ * subtree_control needs for those values. Free with cg_writes_free(). A v1 descendant none of whose own CPUs the
  * new set keeps makes it -EBUSY with *ret_child set to the descendant's path (free it); on v2 such
  * a descendant takes the group's set.
  */

@@ -14,7 +14,8 @@
  * it (STATE.lock) is held for the daemon's lifetime and by --restore, so two of them never race.
  *
  * The format is JSON: {"version": 1, "entries": [{"hierarchy", "group", "file", "original",
- * "written"}]}. "hierarchy" names where the group lives ("cpuset", "cpu" on v1, "unified" on v2,
+ * "written"}]}. "hierarchy" and "file" name a place of a value of the table of what peltd writes
+ * (apply-values.h): "hierarchy" is where the group lives ("cpuset", "cpu" on v1, "unified" on v2,
  * "systemd" for unit properties, where "group" is the unit and "file" the property).
  */
 
@@ -46,10 +47,11 @@ typedef struct Originals {
 } Originals;
 
 /*
- * NULL when the entry names a file peltd places: "cpuset.cpus" (cpuset), "cpu.shares" (cpu),
- * "cpuset.cpus", "cpu.weight" or "cgroup.subtree_control" (unified) of a normalized group path
- * (no ".", "..", empty or control-character component), or AllowedCPUs / CPUWeight of a systemd
- * unit (NAME.service|slice|scope); else why not.
+ * NULL when the entry names a file peltd places (a place of the table, apply-values.h):
+ * "cpuset.cpus" (cpuset), "cpu.shares" (cpu), "cpuset.cpus", "cpu.weight" or
+ * "cgroup.subtree_control" (unified) of a normalized group path (no ".", "..", empty or
+ * control-character component), or AllowedCPUs / CPUWeight of a systemd unit
+ * (NAME.service|slice|scope); else why not.
  */
 const char *original_check(const Original *e);
 
