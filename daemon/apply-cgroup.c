@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include "peltd/apply-backend.h"
 #include "peltd/apply-cgroup.h"
 #include "peltd/cgroup-util.h"
 #include "peltd/log.h"
@@ -36,6 +37,11 @@ static char *recorded_value(const Originals *o, const CgWrite *w, const char *va
         const Original *e = o ? originals_find(o, w->hierarchy, w->group, w->file) : NULL;
 
         return w->pv->kind->record(e ? e->written : NULL, value);
+}
+
+/* What a write's place holds now, through its target's backend. */
+static int read_now(const CgroupIO *io, const CgWrite *w, char **ret) {
+        return apply_backend(w->target)->read(io, w->pv, w->target, w->group, ret);
 }
 
 static int depth(const char *group) {
@@ -141,12 +147,13 @@ static bool back_to_original(const Originals *o, const CgWrite *w, const char *v
 
 /*
  * Takes items[i]'s file from from[i] to to[i], in an order the kernel accepts, retrying refusals
- * while any write makes progress. errors[i] gets each item's result. Nothing is recorded here: the
- * records of these values are saved before (cg_batch_record(), originals_commit()). Returns the
- * first error, or 0.
+ * while any write makes progress; back: the values go back to what the files held (a rollback, a
+ * restore: the backends' restore). errors[i] gets each item's result. Nothing is recorded here:
+ * the records of these values are saved before (cg_batch_record(), originals_commit()). Returns
+ * the first error, or 0.
  */
 static int write_items(const CgroupIO *io, CgWrite *const *items, const char *const *from, const char *const *to,
-                       int *errors, size_t n) {
+                       int *errors, size_t n, bool back) {
         _cleanup_free_ Step *steps = new0(Step, 2 * MAX(n, 1u));
         _cleanup_free_ size_t *first_step = new0(size_t, MAX(n, 1u));
         size_t m = 0;
@@ -178,12 +185,13 @@ static int write_items(const CgroupIO *io, CgWrite *const *items, const char *co
                 for (size_t s = 0; s < m; s++) {
                         Step *st = &steps[s];
                         CgWrite *w = items[st->item];
+                        const ApplyBackend *b = apply_backend(w->target);
 
                         if (st->error != -EAGAIN && !retryable(st->error))
                                 continue;
                         if (st->after >= 0 && steps[st->after].error != 0)
                                 continue;
-                        r = io->write(io->userdata, w->hierarchy, w->group, w->file, st->value);
+                        r = (back ? b->restore : b->write)(io, w->pv, w->target, w->group, st->value);
                         st->error = r < 0 ? r : 0;
                         if (r >= 0)
                                 progress = true;
@@ -266,13 +274,9 @@ static const char *initial_value(const CgWrite *w, size_t n, const CgWrite *item
         return NULL;
 }
 
-/* Whether a write's group is still there (its children can be listed); systemd units are not groups. */
+/* Whether a write's group (unit) is still there, as its backend probes it. */
 static bool group_exists(const CgroupIO *io, const CgWrite *w) {
-        _cleanup_strv_free_ char **kids = NULL;
-
-        if (w->target == APPLY_SYSTEMD)
-                return false;
-        return io->children(io->userdata, w->hierarchy, w->group, &kids) >= 0;
+        return apply_backend(w->target)->probe(io, w->pv, w->target, w->group) == 0;
 }
 
 bool cg_batch_changed(const CgWrite *w, size_t n) {
@@ -398,7 +402,7 @@ int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n) {
                 w[i].old = NULL;
                 if (w[i].pv->kind->valid && !w[i].pv->kind->valid(w[i].value))
                         return w[i].error = -EINVAL; /* a cpuset: never written empty */
-                r = io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &w[i].old);
+                r = read_now(io, &w[i], &w[i].old);
                 if (r == -ENOENT) {
                         const char *initial = initial_value(w, n, &w[i]);
 
@@ -475,7 +479,7 @@ static int write_back(const CgroupIO *io, Originals *o, CgWrite *const *items, c
         if (!back || !bfrom || !bto || !berrors || !now)
                 return -ENOMEM;
         for (size_t i = 0; i < m; i++) {
-                if (io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &now[i]) < 0)
+                if (read_now(io, items[i], &now[i]) < 0)
                         continue;
                 if (value_holds(items[i], now[i], undo[i]))
                         continue;
@@ -504,7 +508,7 @@ static int write_back(const CgroupIO *io, Originals *o, CgWrite *const *items, c
                 }
         }
         if (k > 0) {
-                int r = write_items(io, back, bfrom, bto, berrors, k);
+                int r = write_items(io, back, bfrom, bto, berrors, k, true);
 
                 rb = rb < 0 ? rb : r;
         }
@@ -517,7 +521,7 @@ static void records_follow_files(const CgroupIO *io, Originals *o, CgWrite *cons
                 _cleanup_free_ char *cur = NULL;
                 int r;
 
-                r = io->read(io->userdata, items[i]->hierarchy, items[i]->group, items[i]->file, &cur);
+                r = read_now(io, items[i], &cur);
                 if (r == -ENOENT || r == -ENODEV) {
                         /* The group went away meanwhile: nothing of it to restore. */
                         items[i]->changed = false;
@@ -570,7 +574,7 @@ int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                 if (w[i].pv->kind->change) {
                         _cleanup_free_ char *cur = NULL;
 
-                        if (io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &cur) >= 0 &&
+                        if (read_now(io, &w[i], &cur) >= 0 &&
                             value_holds(&w[i], cur, w[i].value)) {
                                 w[i].changed = false;
                                 continue;
@@ -584,7 +588,7 @@ int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
         if (m == 0)
                 return 0;
 
-        r = write_items(io, items, from, to, errors, m);
+        r = write_items(io, items, from, to, errors, m, false);
         if (r == 0) {
                 /* Back to their originals: nothing of these files is peltd's any more. */
                 for (size_t i = 0; originals && i < m; i++)
@@ -641,7 +645,9 @@ static void parent_cache_done(ParentCache *c) {
         free(c->group);
 }
 
-static int read_current_cpus(const CgroupIO *io, ParentCache *c, const PlacedPlace *p, const char *group, CpuMask *ret) {
+static int read_current_cpus(const CgroupIO *io, ParentCache *c, const PlacedValue *pv, ApplyTarget t, const char *group,
+                             CpuMask *ret) {
+        const PlacedPlace *p = placed_place(pv, t);
         _cleanup_free_ char *cur = NULL;
 
         if (!c->group || !streq(c->group, group) || !streq(c->hierarchy, p->hierarchy)) {
@@ -653,7 +659,7 @@ static int read_current_cpus(const CgroupIO *io, ParentCache *c, const PlacedPla
                         *c = (ParentCache){};
                         return -ENOMEM;
                 }
-                c->r = io->read(io->userdata, p->hierarchy, group, p->file, &cur);
+                c->r = apply_backend(t)->read(io, pv, t, group, &cur);
                 if (c->r >= 0 && cpumask_parse_list(cur, &c->cpus) < 0)
                         c->r = -EBADMSG;
         }
@@ -663,21 +669,22 @@ static int read_current_cpus(const CgroupIO *io, ParentCache *c, const PlacedPla
 }
 
 /*
- * The CPUs a cpuset (place p) is restored to: its original, less offline CPUs (they cannot be
- * written; the daemon re-widens when they return) and, where it lies inside its parent's (v1),
+ * The CPUs a cpuset (pv's place on t) is restored to: its original, less offline CPUs (they cannot
+ * be written; the daemon re-widens when they return) and, where it lies inside its parent's (v1),
  * less what its parent will not hold — the parent's own restore target where the parent is
  * restored too, else what it holds now (v1 never gives a cpuset back a CPU that went offline, so a
  * parent peltd never touched may have lost some).
  */
-static int restore_cpus(const CgroupIO *io, const Originals *o, ParentCache *cache, const PlacedPlace *p,
-                        const char *group, const CpuMask *online, int level, CpuMask *ret) {
+static int restore_cpus(const CgroupIO *io, const Originals *o, ParentCache *cache, const PlacedValue *pv,
+                        ApplyTarget t, const char *group, const CpuMask *online, int level, CpuMask *ret) {
+        const PlacedPlace *p = placed_place(pv, t);
         const Original *e = originals_find(o, p->hierarchy, group, p->file);
         _cleanup_free_ char *parent = NULL;
         CpuMask m, lim;
         int r;
 
         if (!e)
-                return read_current_cpus(io, cache, p, group, ret);
+                return read_current_cpus(io, cache, pv, t, group, ret);
         if (cpumask_parse_list(e->original, &m) < 0)
                 m = *online;
         cpumask_and(&m, &m, online);
@@ -689,7 +696,7 @@ static int restore_cpus(const CgroupIO *io, const Originals *o, ParentCache *cac
         parent = cgroup_parent_path(group);
         if (!parent)
                 return -ENOMEM;
-        r = restore_cpus(io, o, cache, p, parent, online, level + 1, &lim);
+        r = restore_cpus(io, o, cache, pv, t, parent, online, level + 1, &lim);
         if (r >= 0 && !cpumask_empty(&lim) && !cpumask_subset(&m, &lim)) {
                 CpuMask cut;
 
@@ -744,7 +751,7 @@ static int restore_value(const CgroupIO *io, const Originals *o, ParentCache *ca
                         *ret = strdup("");
                         break;
                 }
-                r = restore_cpus(io, o, cache, p, e->group, online, 0, &m);
+                r = restore_cpus(io, o, cache, rec->pv, rec->target, e->group, online, 0, &m);
                 if (r < 0)
                         return r;
                 if (cpumask_empty(&m)) {
@@ -812,7 +819,7 @@ static int restore_writes(const CgroupIO *io, const Originals *o, const CpuMask 
                         continue;
                 }
                 p = placed_place(rec.pv, rec.target);
-                r = io->read(io->userdata, p->hierarchy, e->group, p->file, &cur);
+                r = apply_backend(rec.target)->read(io, rec.pv, rec.target, e->group, &cur);
                 if (r == -ENOENT || r == -ENODEV) {
                         log_info("%s of %s is gone, nothing to restore.", e->file, e->group);
                         continue;
@@ -859,7 +866,7 @@ static int write_restores(const CgroupIO *io, CgWrite *w, size_t n, bool *keep) 
                 from[i] = w[i].old;
                 values[i] = w[i].value;
         }
-        (void) write_items(io, order, from, values, errors, n);
+        (void) write_items(io, order, from, values, errors, n, true);
         for (size_t i = 0; i < n; i++) {
                 if (errors[i] < 0)
                         keep[w[i].error] = true;
@@ -871,7 +878,7 @@ static int write_restores(const CgroupIO *io, CgWrite *w, size_t n, bool *keep) 
                         _cleanup_free_ char *now = NULL;
 
                         if (isempty(w[i].value))
-                                (void) io->read(io->userdata, w[i].hierarchy, w[i].group, w[i].file, &now);
+                                (void) read_now(io, &w[i], &now);
                         log_info("Restored %s of %s: %s -> %s.", w[i].file, w[i].group, isempty(w[i].old) ? "(empty)" : w[i].old,
                                  !isempty(now) ? now : isempty(w[i].value) ? "(empty)" : w[i].value);
                 } else
@@ -980,7 +987,7 @@ static int add_descendants(const CgroupIO *io, const Originals *o, const PlacedV
                 const Original *e = originals_find(o, p->hierarchy, *k, p->file);
                 CpuMask own, m;
 
-                r = io->read(io->userdata, p->hierarchy, *k, p->file, &cur);
+                r = apply_backend(t)->read(io, pv, t, *k, &cur);
                 if (r == -ENOENT)
                         continue; /* gone meanwhile */
                 if (r < 0)

@@ -4,17 +4,18 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "peltd/apply-backend.h"
 #include "peltd/apply-values.h"
+#include "peltd/cgroup-io.h"
 #include "peltd/cpumask.h"
 #include "peltd/originals.h"
 
 /*
  * Applying placements to cgroup files, safely.
  *
- * Everything goes through a CgroupIO: the daemon's is the real cgroupfs (through RootDirs, so that
- * integration tests can use a private subtree), unit tests use a simulation with the kernel's v1
- * cpuset rules. A batch of writes for one group (its cpuset, its descendants' cpusets, its shares)
- * is applied so that:
+ * Every value (a row of apply-values.h) is read and written through the backend of its target
+ * (apply-backend.h), over a CgroupIO (cgroup-io.h). A batch of writes for one group (its cpuset,
+ * its descendants' cpusets, its shares) is applied so that:
  *
  *   - only values that differ are written, each read back first;
  *   - the original of every file is recorded in the state file before its first write, and the
@@ -25,15 +26,6 @@
  *   - if any write of the batch fails for good, the ones already made are put back, so a group's
  *     cpuset and shares change together or not at all.
  */
-
-typedef struct CgroupIO {
-        /* Reads a file of a group (value with trailing whitespace stripped). */
-        int (*read)(void *userdata, const char *hierarchy, const char *group, const char *file, char **ret);
-        int (*write)(void *userdata, const char *hierarchy, const char *group, const char *file, const char *value);
-        /* The full paths of a group's child groups, NULL-terminated. */
-        int (*children)(void *userdata, const char *hierarchy, const char *group, char ***ret);
-        void *userdata;
-} CgroupIO;
 
 typedef struct CgWrite {
         const PlacedValue *pv;       /* the value's row (apply-values.h) */
@@ -164,9 +156,9 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
  * sets, in table order, on the group (its cpuset, its shares or weight); after a value whose
  * place narrows descendants, those of them that have their own (each keeps the part of its
  * original set inside the group's new one); and first, on v2, the "+cpuset"/"+cpu" the parents'
- * subtree_control needs for those values. Free with cg_writes_free(). A v1 descendant none of whose own CPUs the
- * new set keeps makes it -EBUSY with *ret_child set to the descendant's path (free it); on v2 such
- * a descendant takes the group's set.
+ * subtree_control needs for those values. Free with cg_writes_free(). A v1 descendant none of
+ * whose own CPUs the new set keeps makes it -EBUSY with *ret_child set to the descendant's path
+ * (free it); on v2 such a descendant takes the group's set.
  */
 int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n,
                      char **ret_child);
@@ -174,19 +166,3 @@ int placement_writes(const CgroupIO *io, const Originals *originals, const Place
 /* Whether any write of the batch was made (or, dry run, would be). */
 bool cg_batch_changed(const CgWrite *w, size_t n);
 void cg_writes_free(CgWrite *w, size_t n);
-
-/*
- * The real cgroupfs as a CgroupIO: "cpuset", "cpu", "cpuacct" and "unified" name fs's hierarchies
- * (a hierarchy that is not mounted reads as missing); "systemd" names unit properties set through
- * bus (group = the unit, file = "AllowedCPUs" or "CPUWeight"; bus may be NULL where unused).
- * Writing "" to AllowedCPUs resets it and empties the unit's cpuset.cpus, which systemd leaves
- * as it was (apply-systemd.h).
- */
-typedef struct CgroupFs CgroupFs;
-
-typedef struct CgroupAccess {
-        const CgroupFs *fs;
-        struct sd_bus *bus;
-} CgroupAccess;
-
-CgroupIO cgroup_io_real(CgroupAccess *access);
