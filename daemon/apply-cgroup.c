@@ -1,137 +1,19 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A group's placement (apply-cgroup.h): the writes that make it, read, recorded and written as one
+ * batch, and taken back when any of them fails for good.
+ */
 #include "peltd/apply-backend.h"
 #include "peltd/apply-cgroup.h"
-#include "peltd/cgroup-util.h"
+#include "peltd/apply-order.h"
+#include "peltd/cgroup-path.h"
 #include "peltd/log.h"
-#include "peltd/parse.h"
-
-int cg_write_init(CgWrite *w, const PlacedValue *pv, ApplyTarget t, const char *group, const char *value) {
-        const PlacedPlace *p = placed_place(pv, t);
-
-        *w = (CgWrite){};
-        if (!p)
-                return -EINVAL; /* not a value target t places */
-        *w = (CgWrite){ .pv = pv, .target = t, .hierarchy = p->hierarchy, .file = p->file, .group = strdup(group),
-                        .value = strdup(value) };
-        if (!w->group || !w->value) {
-                cg_write_done(w);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-void cg_write_done(CgWrite *w) {
-        free(w->group);
-        free(w->value);
-        free(w->old);
-        *w = (CgWrite){ 0 };
-}
-
-/* Whether a write's file holding current already says value (its row's kind compares). */
-static bool value_holds(const CgWrite *w, const char *current, const char *value) {
-        return w->pv->kind->holds(current, value);
-}
 
 /* What the state file keeps as peltd's last write of a file (its kind may merge it with the record's). */
 static char *recorded_value(const Originals *o, const CgWrite *w, const char *value) {
         const Original *e = o ? originals_find(o, w->hierarchy, w->group, w->file) : NULL;
 
         return w->pv->kind->record(e ? e->written : NULL, value);
-}
-
-/* What a write's place holds now, through its target's backend. */
-static int read_now(const CgroupIO *io, const CgWrite *w, char **ret) {
-        return apply_backend(w->target)->read(io, w->pv, w->target, w->group, ret);
-}
-
-static int depth(const char *group) {
-        int d = 0;
-
-        for (const char *p = group; *p; p++)
-                d += *p == '/';
-        return streq(group, "/") ? 0 : d;
-}
-
-/*
- * One write of the engine below: an item's file to one value. A cpuset that moves to CPUs it did
- * not have while losing others takes two steps, because a v1 child must stay inside its parent at
- * every moment: first the union of the old and new sets (widening, parents first), then the new set
- * (narrowing, children first), so that a group and its descendants can move to disjoint CPUs.
- */
-typedef struct Step {
-        size_t item;
-        char *value;
-        long rank;
-        int error;                   /* -EAGAIN: not done yet */
-        int after;                   /* index of the step that must succeed first, or -1 */
-} Step;
-
-/*
- * The order the kernel accepts (each row's PlacedOrder): controllers enabled first, then widening
- * cpusets top-down, everything that is not a cpuset, narrowing cpusets bottom-up, and controllers
- * disabled last.
- */
-static long step_rank(const CgWrite *w, const char *value, bool widening) {
-        switch (w->pv->order) {
-        case PLACED_ORDER_CONTROLLERS:
-                return value[0] == '-' ? 3000000 - depth(w->group) : -3000000 + depth(w->group);
-        case PLACED_ORDER_NESTED:
-                return widening ? -1000000 + depth(w->group) : 1000000 - depth(w->group);
-        case PLACED_ORDER_FREE:
-        default:
-                return 0;
-        }
-}
-
-static int cmp_step(const void *a, const void *b) {
-        const Step *x = a, *y = b;
-
-        if (x->rank != y->rank)
-                return x->rank < y->rank ? -1 : 1;
-        return x->item < y->item ? -1 : x->item > y->item;
-}
-
-/* A refusal that another write may lift: a v1 child outside its parent, or a parent without room for a child. */
-static bool retryable(int r) {
-        return r == -EBUSY || r == -EACCES;
-}
-
-static int add_step(Step *steps, size_t *n, size_t item, const CgWrite *w, const char *value, bool widening, int after) {
-        char *v = strdup(value);
-
-        if (!v)
-                return -ENOMEM;
-        steps[*n] = (Step){
-                .item = item, .value = v, .rank = step_rank(w, value, widening), .error = -EAGAIN, .after = after,
-        };
-        (*n)++;
-        return 0;
-}
-
-/* The steps that take an item's file from `from` to `to` (none when it already holds it). */
-static int plan_item(Step *steps, size_t *n, size_t item, const CgWrite *w, const char *from, const char *to) {
-        CpuMask f, t, u;
-
-        if (value_holds(w, from, to))
-                return 0;
-        if (w->pv->order != PLACED_ORDER_NESTED || cpumask_parse_list(from, &f) < 0 || cpumask_parse_list(to, &t) < 0)
-                return add_step(steps, n, item, w, to, false, -1);
-        if (cpumask_subset(&f, &t))
-                return add_step(steps, n, item, w, to, true, -1);
-        cpumask_or(&u, &f, &t);
-        if (!cpumask_equal(&u, &f) && !cpumask_empty(&f)) {
-                _cleanup_free_ char *us = cpumask_to_list(&u);
-                int r;
-
-                if (!us)
-                        return -ENOMEM;
-                r = add_step(steps, n, item, w, us, true, -1);
-                if (r < 0)
-                        return r;
-                /* The index after sorting is not known yet: remember the item, resolve below. */
-                return add_step(steps, n, item, w, to, false, (int) item);
-        }
-        return add_step(steps, n, item, w, to, false, -1);
 }
 
 /*
@@ -142,78 +24,7 @@ static int plan_item(Step *steps, size_t *n, size_t item, const CgWrite *w, cons
 static bool back_to_original(const Originals *o, const CgWrite *w, const char *value) {
         const Original *e = originals_find(o, w->hierarchy, w->group, w->file);
 
-        return e && !w->pv->kind->change && value_holds(w, value, e->original);
-}
-
-/*
- * Takes items[i]'s file from from[i] to to[i], in an order the kernel accepts, retrying refusals
- * while any write makes progress; back: the values go back to what the files held (a rollback, a
- * restore: the backends' restore). errors[i] gets each item's result. Nothing is recorded here:
- * the records of these values are saved before (cg_batch_record(), originals_commit()). Returns
- * the first error, or 0.
- */
-static int write_items(const CgroupIO *io, CgWrite *const *items, const char *const *from, const char *const *to,
-                       int *errors, size_t n, bool back) {
-        _cleanup_free_ Step *steps = new0(Step, 2 * MAX(n, 1u));
-        _cleanup_free_ size_t *first_step = new0(size_t, MAX(n, 1u));
-        size_t m = 0;
-        bool progress = true;
-        int r, first = 0;
-
-        if (!steps || !first_step)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                errors[i] = 0;
-                first_step[i] = SIZE_MAX;
-                r = plan_item(steps, &m, i, items[i], from[i], to[i]);
-                if (r < 0)
-                        goto finish;
-        }
-        qsort(steps, m, sizeof *steps, cmp_step);
-        /* A second step waits for the first step of its item (its widening, which sorts before it). */
-        for (size_t s = 0; s < m; s++) {
-                size_t *f = &first_step[steps[s].item];
-
-                if (*f == SIZE_MAX)
-                        *f = s;
-                if (steps[s].after >= 0)
-                        steps[s].after = *f != s ? (int) *f : -1;
-        }
-
-        while (progress) {
-                progress = false;
-                for (size_t s = 0; s < m; s++) {
-                        Step *st = &steps[s];
-                        CgWrite *w = items[st->item];
-                        const ApplyBackend *b = apply_backend(w->target);
-
-                        if (st->error != -EAGAIN && !retryable(st->error))
-                                continue;
-                        if (st->after >= 0 && steps[st->after].error != 0)
-                                continue;
-                        r = (back ? b->restore : b->write)(io, w->pv, w->target, w->group, st->value);
-                        st->error = r < 0 ? r : 0;
-                        if (r >= 0)
-                                progress = true;
-                }
-        }
-
-        for (size_t s = 0; s < m; s++) {
-                int e = steps[s].error;
-
-                if (e == -EAGAIN) /* never tried: its first step failed */
-                        e = steps[steps[s].after].error;
-                if (e < 0 && errors[steps[s].item] == 0)
-                        errors[steps[s].item] = e;
-        }
-        for (size_t i = 0; i < n; i++)
-                if (errors[i] < 0 && first == 0)
-                        first = errors[i];
-        r = first;
-finish:
-        for (size_t s = 0; s < m; s++)
-                free(steps[s].value);
-        return r;
+        return e && !w->pv->kind->change && cg_write_holds(w, value, e->original);
 }
 
 /*
@@ -244,9 +55,9 @@ static void sync_record(Originals *o, const CgWrite *w, const char *now) {
         e = originals_find(o, w->hierarchy, w->group, w->file);
         if (!e)
                 return;
-        if (value_holds(w, now, e->original))
+        if (cg_write_holds(w, now, e->original))
                 (void) originals_drop(o, w->hierarchy, w->group, w->file);
-        else if (!value_holds(w, now, e->written))
+        else if (!cg_write_holds(w, now, e->written))
                 (void) originals_put(o, w->hierarchy, w->group, w->file, e->original, now);
 }
 
@@ -293,103 +104,6 @@ const CgWrite *cg_batch_failure(const CgWrite *w, size_t n) {
         return NULL;
 }
 
-/*
- * What a refused write means, as the kernel's cgroup code (and systemd's, for units) returns it.
- * Within a batch, EBUSY and EACCES are retried after the other writes (one of them may lift it);
- * this says what happens to the group after the batch failed.
- */
-CgErrorClass cg_error_class(int err) {
-        switch (-abs(err)) {
-        case -EBUSY:
-                /* v1: a child cpuset not inside the new set. The child may change, or be removed. */
-        case -EACCES:
-                /* v1: outside the parent's cpuset. peltd reads the parent again each task round and
-                 * plans inside it; the parent may be widened meanwhile. (A permission refusal would
-                 * say EPERM for root.) */
-        case -EAGAIN:
-        case -EINTR:
-                /* Try again: nothing is wrong with the value. */
-        case -ENOMEM:
-                /* The kernel (or peltd) was short of memory: it may not be next time. */
-        case -EIO:
-                /* An I/O error of a file that is there: retried, slower and slower. */
-                return CG_ERROR_TRANSIENT;
-
-        case -ENOENT:
-        case -ENODEV:
-                /* The group went away between the read and the write (ENODEV: a kept-open file of a
-                 * removed group). The group walk drops it; said at debug level only. */
-                return CG_ERROR_GONE;
-
-        case -EINVAL:
-                /* The value is refused as such: a CPU that is not there, an exclusive cpuset that would
-                 * overlap a sibling's, shares out of range. Only a new value or topology lifts it. */
-        case -ERANGE:
-                /* A CPU number beyond the machine's possible CPUs. */
-        case -EPERM:
-                /* Not allowed at all: the root group, a v2 threaded subtree, a security module. */
-        case -ENOSPC:
-                /* v1: the new cpuset leaves attached tasks no CPU or memory node (cpuset.mems empty,
-                 * or every CPU offline); v2: the subtree has no room for the controller. peltd never
-                 * writes an empty set, so only a change of topology or plan lifts it. */
-        case -EOPNOTSUPP:
-                /* The group is there but the file is not (cg_write_batch()): its controller is not
-                 * available in that hierarchy. Nothing comes of asking again. */
-        case -EROFS:
-                /* A read-only cgroupfs. */
-        default:
-                /* Anything else is not known to pass: stop until something changes, say it once. */
-                return CG_ERROR_PERMANENT;
-        }
-}
-
-void cg_retry_done(CgRetry *s) {
-        free(s->key);
-        *s = (CgRetry){ 0 };
-}
-
-bool cg_retry_due(CgRetry *s, const char *key) {
-        if (s->error == 0)
-                return true;
-        if (!s->key || !streq(s->key, key)) {
-                /* Something changed (the plan, what it depends on): a new try, a new episode. */
-                cg_retry_done(s);
-                return true;
-        }
-        if (s->class == CG_ERROR_PERMANENT)
-                return false;
-        if (s->skip > 0) {
-                s->skip--;
-                return false;
-        }
-        return true;
-}
-
-bool cg_retry_failed(CgRetry *s, const char *key, int err, CgErrorClass c) {
-        bool same = s->error == err && s->key && streq(s->key, key);
-
-        if (!same) {
-                char *k = strdup(key);
-
-                /* Without the key the next round simply tries again. */
-                free(s->key);
-                *s = (CgRetry){ .key = k };
-        }
-        s->error = err;
-        s->class = c;
-        s->failures++;
-        s->wait = s->wait == 0 ? 1 : MIN(s->wait * 2, CG_RETRY_MAX_ROUNDS);
-        s->skip = s->wait;
-        return !same;
-}
-
-unsigned cg_retry_succeeded(CgRetry *s) {
-        unsigned n = s->error < 0 ? s->failures : 0;
-
-        cg_retry_done(s);
-        return n;
-}
-
 int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n) {
         int r;
 
@@ -402,7 +116,7 @@ int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n) {
                 w[i].old = NULL;
                 if (w[i].pv->kind->valid && !w[i].pv->kind->valid(w[i].value))
                         return w[i].error = -EINVAL; /* a cpuset: never written empty */
-                r = read_now(io, &w[i], &w[i].old);
+                r = cg_write_read(io, &w[i], &w[i].old);
                 if (r == -ENOENT) {
                         const char *initial = initial_value(w, n, &w[i]);
 
@@ -414,7 +128,7 @@ int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n) {
                 }
                 if (r < 0)
                         return w[i].error = r;
-                w[i].changed = !value_holds(&w[i], w[i].old, w[i].value);
+                w[i].changed = !cg_write_holds(&w[i], w[i].old, w[i].value);
         }
         return 0;
 }
@@ -479,9 +193,9 @@ static int write_back(const CgroupIO *io, Originals *o, CgWrite *const *items, c
         if (!back || !bfrom || !bto || !berrors || !now)
                 return -ENOMEM;
         for (size_t i = 0; i < m; i++) {
-                if (read_now(io, items[i], &now[i]) < 0)
+                if (cg_write_read(io, items[i], &now[i]) < 0)
                         continue;
-                if (value_holds(items[i], now[i], undo[i]))
+                if (cg_write_holds(items[i], now[i], undo[i]))
                         continue;
                 back[k] = items[i];
                 bfrom[k] = now[i];
@@ -508,7 +222,7 @@ static int write_back(const CgroupIO *io, Originals *o, CgWrite *const *items, c
                 }
         }
         if (k > 0) {
-                int r = write_items(io, back, bfrom, bto, berrors, k, true);
+                int r = cg_writes_in_order(io, back, bfrom, bto, berrors, k, true);
 
                 rb = rb < 0 ? rb : r;
         }
@@ -521,7 +235,7 @@ static void records_follow_files(const CgroupIO *io, Originals *o, CgWrite *cons
                 _cleanup_free_ char *cur = NULL;
                 int r;
 
-                r = read_now(io, items[i], &cur);
+                r = cg_write_read(io, items[i], &cur);
                 if (r == -ENOENT || r == -ENODEV) {
                         /* The group went away meanwhile: nothing of it to restore. */
                         items[i]->changed = false;
@@ -531,7 +245,7 @@ static void records_follow_files(const CgroupIO *io, Originals *o, CgWrite *cons
                 }
                 if (r < 0)
                         continue;
-                items[i]->changed = !value_holds(items[i], cur, undo[i]);
+                items[i]->changed = !cg_write_holds(items[i], cur, undo[i]);
                 sync_record(o, items[i], cur);
         }
 }
@@ -574,8 +288,8 @@ int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
                 if (w[i].pv->kind->change) {
                         _cleanup_free_ char *cur = NULL;
 
-                        if (read_now(io, &w[i], &cur) >= 0 &&
-                            value_holds(&w[i], cur, w[i].value)) {
+                        if (cg_write_read(io, &w[i], &cur) >= 0 &&
+                            cg_write_holds(&w[i], cur, w[i].value)) {
                                 w[i].changed = false;
                                 continue;
                         }
@@ -588,7 +302,7 @@ int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
         if (m == 0)
                 return 0;
 
-        r = write_items(io, items, from, to, errors, m, false);
+        r = cg_writes_in_order(io, items, from, to, errors, m, false);
         if (r == 0) {
                 /* Back to their originals: nothing of these files is peltd's any more. */
                 for (size_t i = 0; originals && i < m; i++)
@@ -628,323 +342,6 @@ int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
         if (originals)
                 (void) originals_commit(originals);
         return r;
-}
-
-/*
- * A parent's cpuset.cpus as it is now, read once for all its children: restores go through the
- * entries in the order they were recorded, children of one parent one after another.
- */
-typedef struct ParentCache {
-        char *hierarchy, *group;
-        int r;
-        CpuMask cpus;
-} ParentCache;
-
-static void parent_cache_done(ParentCache *c) {
-        free(c->hierarchy);
-        free(c->group);
-}
-
-static int read_current_cpus(const CgroupIO *io, ParentCache *c, const PlacedValue *pv, ApplyTarget t, const char *group,
-                             CpuMask *ret) {
-        const PlacedPlace *p = placed_place(pv, t);
-        _cleanup_free_ char *cur = NULL;
-
-        if (!c->group || !streq(c->group, group) || !streq(c->hierarchy, p->hierarchy)) {
-                parent_cache_done(c);
-                c->hierarchy = strdup(p->hierarchy);
-                c->group = strdup(group);
-                if (!c->hierarchy || !c->group) {
-                        parent_cache_done(c);
-                        *c = (ParentCache){};
-                        return -ENOMEM;
-                }
-                c->r = apply_backend(t)->read(io, pv, t, group, &cur);
-                if (c->r >= 0 && cpumask_parse_list(cur, &c->cpus) < 0)
-                        c->r = -EBADMSG;
-        }
-        if (c->r >= 0)
-                *ret = c->cpus;
-        return c->r;
-}
-
-/*
- * The CPUs a cpuset (pv's place on t) is restored to: its original, less offline CPUs (they cannot
- * be written; the daemon re-widens when they return) and, where it lies inside its parent's (v1),
- * less what its parent will not hold — the parent's own restore target where the parent is
- * restored too, else what it holds now (v1 never gives a cpuset back a CPU that went offline, so a
- * parent peltd never touched may have lost some).
- */
-static int restore_cpus(const CgroupIO *io, const Originals *o, ParentCache *cache, const PlacedValue *pv,
-                        ApplyTarget t, const char *group, const CpuMask *online, int level, CpuMask *ret) {
-        const PlacedPlace *p = placed_place(pv, t);
-        const Original *e = originals_find(o, p->hierarchy, group, p->file);
-        _cleanup_free_ char *parent = NULL;
-        CpuMask m, lim;
-        int r;
-
-        if (!e)
-                return read_current_cpus(io, cache, pv, t, group, ret);
-        if (cpumask_parse_list(e->original, &m) < 0)
-                m = *online;
-        cpumask_and(&m, &m, online);
-
-        if (!p->inside_parent || !strchr(group, '/') || streq(group, "/") || level > 64) {
-                *ret = m;
-                return 0;
-        }
-        parent = cgroup_parent_path(group);
-        if (!parent)
-                return -ENOMEM;
-        r = restore_cpus(io, o, cache, pv, t, parent, online, level + 1, &lim);
-        if (r >= 0 && !cpumask_empty(&lim) && !cpumask_subset(&m, &lim)) {
-                CpuMask cut;
-
-                cpumask_and(&cut, &m, &lim);
-                log_info("%s: restoring %s without the CPUs its parent %s no longer has.", group, p->file, parent);
-                m = cut;
-        }
-        *ret = m;
-        return 0;
-}
-
-bool cg_holds_written(const char *file, const char *cur, const char *written, const CpuMask *online, bool empty_ok) {
-        const PlacedValue *pv = placed_value_of_file(file);
-
-        if (!pv)
-                return streq(cur, written);
-        return pv->kind->still_written(cur, written, online, empty_ok);
-}
-
-/* What a recorded file goes back to, in *ret (NULL: nothing to write). */
-typedef enum RestoreVerdict {
-        RESTORE_WRITE,               /* *ret is the value to write */
-        RESTORE_DONE,                /* back already, or not ours: forget it */
-        RESTORE_KEEP,                /* cannot be restored now: keep it recorded */
-} RestoreVerdict;
-
-/* A recorded value of the state file, and the row and target its names map to. */
-typedef struct Recorded {
-        const Original *e;
-        const PlacedValue *pv;
-        ApplyTarget target;
-} Recorded;
-
-/* The value a recorded file goes back to, as its place restores it (PlacedRestore); a RestoreVerdict. */
-static int restore_value(const CgroupIO *io, const Originals *o, ParentCache *cache, const Recorded *rec,
-                         const char *cur, const CpuMask *online, char **ret) {
-        const PlacedPlace *p = placed_place(rec->pv, rec->target);
-        const Original *e = rec->e;
-        CpuMask m;
-        int r;
-
-        switch (p->restore) {
-        case PLACED_RESTORE_CONTROLLERS:
-                /* peltd enabled controllers ("+cpuset +cpu"): disable those that were not on before. */
-                r = placed_controllers_off(e->original, e->written, ret);
-                if (r < 0)
-                        return r;
-                return *ret ? RESTORE_WRITE : RESTORE_DONE;
-        case PLACED_RESTORE_CPUS:
-                if (isempty(e->original)) {
-                        /* v2: empty is "the parent's CPUs", and is written back as it was. */
-                        *ret = strdup("");
-                        break;
-                }
-                r = restore_cpus(io, o, cache, rec->pv, rec->target, e->group, online, 0, &m);
-                if (r < 0)
-                        return r;
-                if (cpumask_empty(&m)) {
-                        log_warning("The original %s of %s (%s) has no online CPU its parent allows; leaving %s for now.",
-                                    e->file, e->group, e->original, cur);
-                        return RESTORE_KEEP;
-                }
-                *ret = cpumask_to_list(&m);
-                break;
-        case PLACED_RESTORE_ORIGINAL:
-        default:
-                *ret = strdup(e->original);
-                break;
-        }
-        return *ret ? RESTORE_WRITE : -ENOMEM;
-}
-
-static int restore_target(const CgroupIO *io, const Originals *o, ParentCache *cache, const Recorded *rec,
-                          const char *cur, const CpuMask *online, char **ret) {
-        const PlacedKind *k = rec->pv->kind;
-        const Original *e = rec->e;
-        int r;
-
-        *ret = NULL;
-        /* Already back (a restore that stopped half way, or a crash before the state file was written again): done. */
-        if (k->holds(cur, e->original) && !k->holds(cur, e->written))
-                return RESTORE_DONE;
-
-        if (!k->still_written(cur, e->written, online, false)) {
-                log_notice("%s of %s was changed by someone else (\"%s\", peltd wrote \"%s\"); leaving it.", e->file,
-                           e->group, cur, e->written);
-                return RESTORE_DONE;
-        }
-
-        r = restore_value(io, o, cache, rec, cur, online, ret);
-        if (r != RESTORE_WRITE)
-                return r;
-        if (k->holds(cur, *ret)) {
-                free(*ret);
-                *ret = NULL;
-                return RESTORE_DONE;
-        }
-        return RESTORE_WRITE;
-}
-
-/* The writes that put back every recorded value that is still peltd's; keep[i] for entries to keep recorded. */
-static int restore_writes(const CgroupIO *io, const Originals *o, const CpuMask *online, CgWrite *w, size_t *ret_n,
-                          bool *keep) {
-        _cleanup_(parent_cache_done) ParentCache cache = {};
-        size_t n = 0;
-        int r;
-
-        for (size_t i = 0; i < o->n_entries; i++) {
-                Recorded rec = { .e = &o->entries[i] };
-                const Original *e = rec.e;
-                const PlacedPlace *p;
-                _cleanup_free_ char *cur = NULL;
-                char *target;
-
-                rec.pv = placed_value_at(e->hierarchy, e->file, &rec.target);
-                if (!rec.pv) {
-                        /* Never so: the state file's entries are checked when it is loaded (original_check()). */
-                        log_warning("%s of %s is not a file peltd places, leaving its original recorded.", e->file, e->group);
-                        keep[i] = true;
-                        continue;
-                }
-                p = placed_place(rec.pv, rec.target);
-                r = apply_backend(rec.target)->read(io, rec.pv, rec.target, e->group, &cur);
-                if (r == -ENOENT || r == -ENODEV) {
-                        log_info("%s of %s is gone, nothing to restore.", e->file, e->group);
-                        continue;
-                }
-                if (r < 0) {
-                        log_warning_errno(r, "Failed to read %s of %s, leaving its original recorded: %m", e->file, e->group);
-                        keep[i] = true;
-                        continue;
-                }
-                r = restore_target(io, o, &cache, &rec, cur, online, &target);
-                if (r < 0)
-                        return r;
-                if (r == RESTORE_KEEP)
-                        keep[i] = true;
-                if (r != RESTORE_WRITE)
-                        continue;
-                /* error carries the entry's index until the writes are done. */
-                w[n] = (CgWrite){ .pv = rec.pv, .target = rec.target, .hierarchy = p->hierarchy, .file = p->file,
-                                  .value = target, .error = (int) i, .group = strdup(e->group), .old = TAKE_PTR(cur) };
-                if (!w[n].group) {
-                        cg_write_done(&w[n]);
-                        return -ENOMEM;
-                }
-                n++;
-                *ret_n = n;
-        }
-        return 0;
-}
-
-/*
- * Puts back what restore_writes() found, in an order the kernel accepts, and says what each
- * write did; an entry whose write failed stays recorded (keep). Returns 0, or -ENOMEM with
- * nothing written.
- */
-static int write_restores(const CgroupIO *io, CgWrite *w, size_t n, bool *keep) {
-        _cleanup_free_ CgWrite **order = new0(CgWrite *, MAX(n, 1u));
-        _cleanup_free_ const char **values = new0(const char *, MAX(n, 1u)), **from = new0(const char *, MAX(n, 1u));
-        _cleanup_free_ int *errors = new0(int, MAX(n, 1u));
-
-        if (!order || !values || !from || !errors)
-                return -ENOMEM;
-        for (size_t i = 0; i < n; i++) {
-                order[i] = &w[i];
-                from[i] = w[i].old;
-                values[i] = w[i].value;
-        }
-        (void) write_items(io, order, from, values, errors, n, true);
-        for (size_t i = 0; i < n; i++) {
-                if (errors[i] < 0)
-                        keep[w[i].error] = true;
-                w[i].error = errors[i];
-        }
-        for (size_t i = 0; i < n; i++)
-                if (w[i].error == 0) {
-                        /* What the file holds now: a v2 cpuset with tasks takes its parent's CPUs for "". */
-                        _cleanup_free_ char *now = NULL;
-
-                        if (isempty(w[i].value))
-                                (void) read_now(io, &w[i], &now);
-                        log_info("Restored %s of %s: %s -> %s.", w[i].file, w[i].group, isempty(w[i].old) ? "(empty)" : w[i].old,
-                                 !isempty(now) ? now : isempty(w[i].value) ? "(empty)" : w[i].value);
-                } else
-                        log_error_errno(w[i].error, "Failed to restore %s of %s to %s: %m", w[i].file, w[i].group, w[i].value);
-        return 0;
-}
-
-/* Forgets what was restored, or is not ours to restore, keeping what failed; then one save. Returns those kept. */
-static int forget_restored(Originals *originals, const bool *keep) {
-        size_t left = 0;
-        int r = 0;
-
-        for (size_t i = originals->n_entries; i-- > 0;) {
-                Original *e = &originals->entries[i];
-
-                if (keep[i]) {
-                        left++;
-                        continue;
-                }
-                r = originals_drop(originals, e->hierarchy, e->group, e->file);
-                if (r < 0)
-                        break;
-        }
-        if (r >= 0)
-                r = originals_commit(originals);
-        if (r < 0) {
-                originals_rollback(originals);
-                return log_error_errno(r, "Failed to update %s: %m", originals->path);
-        }
-        return (int) left;
-}
-
-int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
-        _cleanup_free_ CgWrite *w = NULL;
-        _cleanup_free_ bool *keep = NULL;
-        size_t n = 0, total = originals->n_entries;
-        int r;
-
-        if (total == 0)
-                return 0;
-        w = new0(CgWrite, total);
-        keep = new0(bool, total);
-        if (!w || !keep)
-                return -ENOMEM;
-
-        r = restore_writes(io, originals, online, w, &n, keep);
-        if (r >= 0 && dry_run)
-                for (size_t i = 0; i < n; i++)
-                        log_info("Would restore %s of %s to %s.", w[i].file, w[i].group, w[i].value);
-        /*
-         * The state file is written once, after the writes: after a crash half way, a file found
-         * back at its original is simply done (restore_target()), and the rest is still peltd's.
-         */
-        if (r >= 0 && !dry_run)
-                r = write_restores(io, w, n, keep);
-        for (size_t i = 0; i < n; i++)
-                cg_write_done(&w[i]);
-        if (r < 0 || dry_run)
-                return r < 0 ? r : 0;
-        return forget_restored(originals, keep);
-}
-
-void cg_writes_free(CgWrite *w, size_t n) {
-        for (size_t i = 0; i < n; i++)
-                cg_write_done(&w[i]);
-        free(w);
 }
 
 typedef struct Writes {

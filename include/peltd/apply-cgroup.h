@@ -5,13 +5,18 @@
 #include <stddef.h>
 
 #include "peltd/apply-backend.h"
+#include "peltd/apply-order.h"
+#include "peltd/apply-restore.h"
+#include "peltd/apply-retry.h"
 #include "peltd/apply-values.h"
 #include "peltd/cgroup-io.h"
 #include "peltd/cpumask.h"
 #include "peltd/originals.h"
 
 /*
- * Applying placements to cgroup files, safely.
+ * Applying placements to cgroup files, safely: the entry points the daemon places a group through
+ * (this header brings the rest of apply with it: the writes and their order, the retry state, the
+ * restore).
  *
  * Every value (a row of apply-values.h) is read and written through the backend of its target
  * (apply-backend.h), over a CgroupIO (cgroup-io.h). A batch of writes for one group (its cpuset,
@@ -26,34 +31,6 @@
  *   - if any write of the batch fails for good, the ones already made are put back, so a group's
  *     cpuset and shares change together or not at all.
  */
-
-typedef struct CgWrite {
-        const PlacedValue *pv;       /* the value's row (apply-values.h) */
-        ApplyTarget target;
-        const char *hierarchy;       /* its place on target, as the state file names it: "cpuset", "cpu", "unified" */
-        char *group;                 /* "/a/b" */
-        const char *file;            /* "cpuset.cpus", "cpu.shares", "cpu.weight", "cgroup.subtree_control" */
-        char *value;                 /* what to write */
-        /* Filled in by cg_write_batch(): */
-        char *old;                   /* what the file held before */
-        bool changed;                /* written (or, dry run, would be) */
-        int error;                   /* the final error of this write, 0 */
-        bool unrecorded;             /* error: its original could not be recorded, so it was not written */
-} CgWrite;
-
-/*
- * A write of value to pv's place on target t for group (both copied). Returns 0, -EINVAL when t
- * has no place for pv, or -ENOMEM (then *w is empty).
- */
-int cg_write_init(CgWrite *w, const PlacedValue *pv, ApplyTarget t, const char *group, const char *value);
-void cg_write_done(CgWrite *w);
-
-/*
- * Whether a file holding `cur` still holds peltd's last value `written`: the same value (CPU
- * lists as sets, controllers as listed), or for a cpuset that value less the CPUs not in `online`
- * (v1 drops offline CPUs from every cpuset) — an empty set only where empty_ok.
- */
-bool cg_holds_written(const char *file, const char *cur, const char *written, const CpuMask *online, bool empty_ok);
 
 /*
  * Applies the batch as described above: cg_batch_read(), then (not in dry-run mode)
@@ -99,58 +76,6 @@ int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
 /* The write of a failed batch that decided its result (the first with an error), or NULL. */
 const CgWrite *cg_batch_failure(const CgWrite *w, size_t n);
 
-/* What a failed write means for the next rounds (cg_error_class()). */
-typedef enum CgErrorClass {
-        CG_ERROR_TRANSIENT,          /* may work on its own: retried, with a growing wait */
-        CG_ERROR_PERMANENT,          /* the kernel refuses this value: not retried until something changes */
-        CG_ERROR_GONE,               /* the group went away: nothing to say, the group walk drops it */
-} CgErrorClass;
-
-CgErrorClass cg_error_class(int err);
-
-/*
- * A group's retry state: what was refused (the key: the planned value and what it depends on), how,
- * and when to try again. Rounds are counted by cg_retry_due(); a transient failure waits 1, 2, 4 ...
- * rounds (at most CG_RETRY_MAX_ROUNDS), a permanent one waits until the key changes.
- */
-#define CG_RETRY_MAX_ROUNDS 64u
-
-typedef struct CgRetry {
-        int error;                   /* the failure of this episode, 0: none */
-        CgErrorClass class;
-        char *key;
-        unsigned wait;               /* rounds of the current wait */
-        unsigned skip;               /* rounds left before the next try */
-        unsigned failures;           /* failed tries in this episode */
-} CgRetry;
-
-void cg_retry_done(CgRetry *s);
-
-/* Whether to try placing key this round (a new key ends the episode: something changed). */
-bool cg_retry_due(CgRetry *s, const char *key);
-
-/*
- * Notes a failed try of key with err, of class c (cg_error_class(err) for a cgroup write). Returns
- * true when this starts an episode (or changes its error), which is what the caller logs; repeats
- * of the same failure return false.
- */
-bool cg_retry_failed(CgRetry *s, const char *key, int err, CgErrorClass c);
-
-/* Notes a try that worked; returns the failures of the episode it ends (0: there was none). */
-unsigned cg_retry_succeeded(CgRetry *s);
-
-/*
- * Puts back what the state file recorded, in an order the kernel accepts. A file is restored only
- * when it still holds peltd's last value, or that value less CPUs that are now offline (v1 drops
- * offline CPUs from every cpuset); anything else was changed by someone else and is left alone
- * (logged), and one back at its original already (a restore cut short) is done. Entries
- * restored, or no longer restorable (the group is gone), are forgotten, and the state file is
- * saved once, after the writes (removed when none is left). `online` is the set of online CPUs.
- * Returns 0 when everything that could be restored was, else the number of entries left (> 0),
- * or -errno when the state file could not be updated.
- */
-int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run);
-
 /*
  * The writes that place a group (Placement, apply-values.h): each value of the table the placement
  * sets, in table order, on the group (its cpuset, its shares or weight); after a value whose
@@ -165,4 +90,3 @@ int placement_writes(const CgroupIO *io, const Originals *originals, const Place
 
 /* Whether any write of the batch was made (or, dry run, would be). */
 bool cg_batch_changed(const CgWrite *w, size_t n);
-void cg_writes_free(CgWrite *w, size_t n);
