@@ -317,33 +317,6 @@ int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t 
         return r;
 }
 
-int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run) {
-        int r;
-
-        r = cg_batch_read(io, w, n);
-        if (r < 0 || dry_run || !cg_batch_changed(w, n))
-                return r;
-        if (originals) {
-                r = cg_batch_record(originals, w, n);
-                if (r >= 0) {
-                        r = originals_commit(originals);
-                        if (r < 0)
-                                cg_batch_unrecorded(w, n, r);
-                } else
-                        originals_rollback(originals);
-                if (r < 0) {
-                        log_debug_errno(r, "Failed to record the originals of %s in %s, not writing them: %m", w[0].group,
-                                        originals->path);
-                        return r;
-                }
-        }
-        r = cg_batch_write(io, originals, w, n);
-        /* What a rollback left, and records of files back at their originals, dropped. */
-        if (originals)
-                (void) originals_commit(originals);
-        return r;
-}
-
 typedef struct Writes {
         CgWrite *w;
         size_t n;

@@ -46,7 +46,7 @@ CgErrorClass cg_error_class(int err) {
                  * or every CPU offline); v2: the subtree has no room for the controller. peltd never
                  * writes an empty set, so only a change of topology or plan lifts it. */
         case -EOPNOTSUPP:
-                /* The group is there but the file is not (cg_write_batch()): its controller is not
+                /* The group is there but the file is not (cg_batch_read()): its controller is not
                  * available in that hierarchy. Nothing comes of asking again. */
         case -EROFS:
                 /* A read-only cgroupfs. */

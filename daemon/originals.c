@@ -121,10 +121,6 @@ int originals_lock_checked(const char *path, const char **ret_reason) {
         return TAKE_FD(fd);
 }
 
-int originals_lock(const char *path) {
-        return originals_lock_checked(path, NULL);
-}
-
 static int dup_field(json_object *e, const char *key, char **ret) {
         json_object *v;
 
@@ -300,10 +296,6 @@ int originals_load_checked(const char *path, Originals **ret, const char **ret_r
         return originals_parse(path, text, n, ret);
 }
 
-int originals_load(const char *path, Originals **ret) {
-        return originals_load_checked(path, ret, NULL);
-}
-
 /* FNV-1a over hierarchy, group and file, each with its NUL. */
 static uint32_t key_hash(const char *hierarchy, const char *group, const char *file) {
         uint32_t h = 2166136261u;
@@ -397,7 +389,8 @@ static json_object *to_json(const Originals *o) {
         return root;
 }
 
-int originals_save(Originals *o) {
+/* Writes the set to disk (atomically); with no entries, removes the file. Uncommitted changes count as saved. */
+static int originals_save(Originals *o) {
         _cleanup_free_ char *text = NULL;
         const char *json;
         json_object *root;
@@ -626,17 +619,4 @@ int originals_commit(Originals *o) {
         if (r < 0)
                 rollback(o);
         return r;
-}
-
-int originals_record(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
-                     const char *written) {
-        int r = originals_put(o, hierarchy, group, file, original, written);
-
-        return r < 0 ? r : originals_commit(o);
-}
-
-int originals_forget(Originals *o, const char *hierarchy, const char *group, const char *file) {
-        int r = originals_drop(o, hierarchy, group, file);
-
-        return r < 0 ? r : originals_commit(o);
 }

@@ -2,7 +2,8 @@
 /*
  * Applying and restoring against a simulated cgroup v1 hierarchy that enforces the kernel's cpuset
  * rules (a child inside its parent: EACCES when it would leave it, EBUSY when the parent would
- * leave a child out), so that ordering, retries and rollback are tested on every run.
+ * leave a child out), so that ordering, retries and rollback are tested on every run, through the
+ * daemon's own apply steps (apply-steps.h, manager_apply_group()).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +17,7 @@
 #include "peltd/apply-cgroup.h"
 #include "peltd/macro.h"
 #include "../daemon/manager-internal.h"
+#include "apply-steps.h"
 #include "stderr-capture.h"
 #include "test-cleanup.h"
 
@@ -214,8 +216,8 @@ static void test_narrow_children_first(_unused_ void **state) {
                 W("cpu", "/peltd/web", "cpu.shares", "2048"),
         };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(cpus_of("/peltd/web"), "0-1");
         assert_string_equal(cpus_of("/peltd/web/a"), "0-1");
         assert_string_equal(cpus_of("/peltd/web/b"), "1");
@@ -237,36 +239,39 @@ static void test_narrow_children_first(_unused_ void **state) {
 
 static void test_widen_parents_first_and_skip_equal(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite n[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "0") };
-        CgWrite w[] = {
-                W("cpuset", "/peltd/batch", "cpuset.cpus", "0-5"),
-                W("cpu", "/peltd/batch", "cpu.shares", "512"), /* already so: not written */
-        };
+        Placement p = { .group = "/peltd/batch", .target = APPLY_V1 };
+        CgWrite *n = NULL, *w = NULL;
+        size_t nn, nw;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, n, 1, false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(cpumask_parse_list("0", &p.cpus), 0);
+        assert_int_equal(place_steps(&io, o, &p, &n, &nn), 0);
         sim.writes = 0;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        /* The shares are 512 already: not written. */
+        assert_int_equal(cpumask_parse_list("0-5", &p.cpus), 0);
+        p.shares = 512;
+        assert_int_equal(place_steps(&io, o, &p, &w, &nw), 0);
+        assert_int_equal(nw, 2);
         assert_string_equal(cpus_of("/peltd/batch"), "0-5");
         assert_int_equal(sim.writes, 1);
         assert_false(w[1].changed);
         /* The first original stays: 0-3, not the 0 peltd wrote in between. */
         assert_string_equal(originals_find(o, "cpuset", "/peltd/batch", "cpuset.cpus")->original, "0-3");
         assert_string_equal(originals_find(o, "cpuset", "/peltd/batch", "cpuset.cpus")->written, "0-5");
-        done(n, 1);
-        done(w, ELEMENTSOF(w));
+        cg_writes_free(n, nn);
+        cg_writes_free(w, nw);
 }
 
 static void test_rollback_keeps_group_consistent(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite w[] = {
-                W("cpuset", "/peltd/batch", "cpuset.cpus", "2"),
-                W("cpu", "/peltd/batch", "cpu.shares", "4096"),
-        };
+        Placement p = { .group = "/peltd/batch", .shares = 4096, .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(cpumask_parse_list("2", &p.cpus), 0);
         sim.fail_shares = -EIO;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), -EIO);
         /* The cpuset went back: the group is as it was. */
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_string_equal(sim_find(&sim, "/peltd/batch")->shares, "512");
@@ -274,7 +279,7 @@ static void test_rollback_keeps_group_consistent(_unused_ void **state) {
         assert_int_equal(w[1].error, -EIO);
         /* And nothing is left in the state file: the files hold their originals. */
         assert_int_equal(o->n_entries, 0);
-        done(w, ELEMENTSOF(w));
+        cg_writes_free(w, n);
 }
 
 static void test_refusals(_unused_ void **state) {
@@ -284,18 +289,18 @@ static void test_refusals(_unused_ void **state) {
         CgWrite w[] = { W("cpu", "/peltd/web", "cpu.shares", "100") };
         CgWrite outside[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "8") };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, empty, 1, false), -EINVAL);
-        assert_int_equal(cg_write_batch(&io, o, gone, 1, false), -ENOENT);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, empty, 1, false), -EINVAL);
+        assert_int_equal(apply_steps(&io, o, gone, 1, false), -ENOENT);
         /* Outside its parent for good: no progress is possible, the error stands. */
-        assert_int_equal(cg_write_batch(&io, o, outside, 1, false), -EACCES);
+        assert_int_equal(apply_steps(&io, o, outside, 1, false), -EACCES);
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_int_equal(sim.writes, 0);
         assert_int_equal(o->n_entries, 0);
 
         /* No record of the original, no write. */
-        assert_int_equal(originals_load("/proc/peltd-none/state", &bad), 0);
-        assert_true(cg_write_batch(&io, bad, w, 1, false) < 0);
+        assert_int_equal(originals_load_checked("/proc/peltd-none/state", &bad, NULL), 0);
+        assert_true(apply_steps(&io, bad, w, 1, false) < 0);
         assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "1024");
         assert_int_equal(sim.writes, 0);
         done(empty, 1);
@@ -311,8 +316,8 @@ static void test_dry_run_writes_nothing(_unused_ void **state) {
                 W("cpu", "/peltd/web", "cpu.shares", "1024"),
         };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), true), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), true), 0);
         assert_true(w[0].changed);
         assert_false(w[1].changed);
         assert_int_equal(sim.writes, 0);
@@ -330,12 +335,15 @@ static void test_restore(_unused_ void **state) {
                 W("cpuset", "/peltd/web/b", "cpuset.cpus", "2"),
                 W("cpu", "/peltd/web", "cpu.shares", "2048"),
         };
-        CgWrite b[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "3"), W("cpu", "/peltd/batch", "cpu.shares", "100") };
+        Placement p = { .group = "/peltd/batch", .shares = 100, .target = APPLY_V1 };
+        CgWrite *b = NULL;
+        size_t nb;
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
-        assert_int_equal(cg_write_batch(&io, o, b, ELEMENTSOF(b), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(cpumask_parse_list("3", &p.cpus), 0);
+        assert_int_equal(place_steps(&io, o, &p, &b, &nb), 0);
 
         /* Someone else changes batch's shares; CPU 2 goes offline (v1 drops it from every cpuset). */
         snprintf(sim_find(&sim, "/peltd/batch")->shares, 32, "777");
@@ -345,7 +353,7 @@ static void test_restore(_unused_ void **state) {
         cpumask_clear(&online, 2);
 
         /* A restart reads the state file back; a dry run changes nothing at all. */
-        assert_int_equal(originals_load(statepath, &again), 0);
+        assert_int_equal(originals_load_checked(statepath, &again, NULL), 0);
         assert_int_equal(again->n_entries, 6);
         sim.writes = 0;
         assert_int_equal(cg_restore(&io, again, &online, true), 0);
@@ -363,7 +371,7 @@ static void test_restore(_unused_ void **state) {
         assert_int_equal(again->n_entries, 0);
         assert_int_equal(access(statepath, F_OK), -1);
         done(w, ELEMENTSOF(w));
-        done(b, ELEMENTSOF(b));
+        cg_writes_free(b, nb);
 }
 
 /* Two controllers enabled one write each: the state file keeps both, and a restore disables both. */
@@ -376,8 +384,8 @@ static void test_subtree_control_two_controllers(_unused_ void **state) {
         };
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpuset cpu");
         assert_int_equal(o->n_entries, 1);
         assert_string_equal(o->entries[0].written, "+cpuset +cpu");
@@ -387,7 +395,7 @@ static void test_subtree_control_two_controllers(_unused_ void **state) {
 
         /* One that was on before stays on. */
         snprintf(sim_find(&sim, "/peltd")->subtree, sizeof sim.g[0].subtree, "cpu");
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpu cpuset");
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpu");
@@ -403,9 +411,9 @@ static void test_restore_narrowing_order_and_subtree_control(_unused_ void **sta
         };
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         /* batch widens from 0-3 to 0-7; restoring narrows it again, and disables what peltd enabled, last. */
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpuset");
         assert_true(strstr(sim.log, "subtree_control=+cpuset") < strstr(sim.log, "batch cpuset.cpus"));
         sim.log[0] = 0;
@@ -419,18 +427,22 @@ static void test_restore_narrowing_order_and_subtree_control(_unused_ void **sta
 static void test_restore_failure_is_kept(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
-        CgWrite w[] = { W("cpu", "/peltd/web", "cpu.shares", "3000") };
+        /* web's shares alone: its CPUs (and its children's) stay as they are. */
+        Placement p = { .group = "/peltd/web", .shares = 3000, .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, 1, false), 0);
+        assert_int_equal(cpumask_parse_list("0-7", &p.cpus), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), 0);
         sim.fail_shares = -EIO;
         assert_int_equal(cg_restore(&io, o, &online, false), 1);
         assert_int_equal(o->n_entries, 1);
         sim.fail_shares = 0;
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "1024");
-        done(w, 1);
+        cg_writes_free(w, n);
 }
 
 static const char *find_write(CgWrite *w, size_t n, const char *group, const char *file) {
@@ -446,7 +458,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
         CgWrite *w = NULL;
         size_t n = 0;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         assert_int_equal(cpumask_parse_list("4-5", &p.cpus), 0);
         assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_int_equal(n, 4);
@@ -455,7 +467,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
         assert_string_equal(find_write(w, n, "/peltd/web/a", "cpuset.cpus"), "4-5");
         assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "4-5");
         assert_string_equal(find_write(w, n, "/peltd/web", "cpu.shares"), "2048");
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        assert_int_equal(apply_steps(&io, o, w, n, false), 0);
         cg_writes_free(w, n);
 
         /*
@@ -478,7 +490,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
         assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "4-7");
         assert_string_equal(find_write(w, n, "/peltd/web/a", "cpuset.cpus"), "0-7");
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        assert_int_equal(apply_steps(&io, o, w, n, false), 0);
         assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
         cg_writes_free(w, n);
 
@@ -493,7 +505,7 @@ static void test_placement_v2_and_systemd(_unused_ void **state) {
         CgWrite *w = NULL;
         size_t n = 0;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         assert_int_equal(cpumask_parse_list("0-1", &p.cpus), 0);
         assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         /* Controllers on the way down: / and /peltd pass cpuset and cpu on. */
@@ -530,9 +542,9 @@ static void test_disjoint_move(_unused_ void **state) {
         };
 
         /* A group and its children move to CPUs none of them had: no order of direct writes works. */
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
-        assert_int_equal(cg_write_batch(&io, o, back, ELEMENTSOF(back), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(apply_steps(&io, o, back, ELEMENTSOF(back), false), 0);
         assert_string_equal(cpus_of("/peltd/web"), "6-7");
         assert_string_equal(cpus_of("/peltd/web/a"), "6-7");
         assert_string_equal(cpus_of("/peltd/web/b"), "7");
@@ -544,19 +556,19 @@ static void test_disjoint_move(_unused_ void **state) {
 
 static void test_rollback_of_a_move(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite w[] = {
-                W("cpuset", "/peltd/batch", "cpuset.cpus", "6-7"),
-                W("cpu", "/peltd/batch", "cpu.shares", "300"),
-        };
+        Placement p = { .group = "/peltd/batch", .shares = 300, .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
         /* batch (0-3) would move to 6-7; shares fail; it goes back to 0-3 and the state file is empty. */
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(cpumask_parse_list("6-7", &p.cpus), 0);
         sim.fail_shares = -EIO;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), -EIO);
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_false(w[0].changed);
         assert_int_equal(o->n_entries, 0);
-        done(w, ELEMENTSOF(w));
+        cg_writes_free(w, n);
 }
 
 static void test_rollback_disables_what_it_enabled(_unused_ void **state) {
@@ -567,9 +579,9 @@ static void test_rollback_disables_what_it_enabled(_unused_ void **state) {
         };
 
         /* The controller is enabled first, then the shares fail: the rollback turns it off again. */
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         sim.fail_shares = -EIO;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), -EIO);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "");
         assert_non_null(strstr(sim.log, "/peltd cgroup.subtree_control=-cpuset\n"));
         assert_false(w[0].changed);
@@ -580,19 +592,22 @@ static void test_rollback_disables_what_it_enabled(_unused_ void **state) {
 static void test_restore_inside_a_shrunk_parent(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
-        CgWrite w[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "1") };
+        Placement p = { .group = "/peltd/batch", .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
         /* CPU 3 went offline and came back: v1 gave it back to nobody, so /peltd holds 0-2,4-7 now. */
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, 1, false), 0);
+        assert_int_equal(cpumask_parse_list("1", &p.cpus), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), 0);
         assert_int_equal(cpumask_parse_list("0-2,4-7", &sim_find(&sim, "/peltd")->cpus), 0);
 
         /* batch's original 0-3 cannot come back whole: it gets what its parent allows, and is done. */
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_string_equal(cpus_of("/peltd/batch"), "0-2");
         assert_int_equal(o->n_entries, 0);
-        done(w, 1);
+        cg_writes_free(w, n);
 }
 
 static void test_restore_v2_inherit(_unused_ void **state) {
@@ -601,8 +616,9 @@ static void test_restore_v2_inherit(_unused_ void **state) {
 
         /* v2: a cpuset.cpus that was empty (the parent's CPUs) goes back to empty. */
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(originals_record(o, "cpuset", "/peltd/web", "cpuset.cpus", "", "0-7"), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(originals_put(o, "unified", "/peltd/web", "cpuset.cpus", "", "0-7"), 0);
+        assert_int_equal(originals_commit(o), 0);
         sim_find(&sim, "/peltd/web")->inherit_ok = true;
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_true(cpumask_empty(&sim_find(&sim, "/peltd/web")->cpus));
@@ -646,9 +662,9 @@ static void test_missing_file_of_a_present_group(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CgWrite w[] = { W("unified", "/peltd/web", "cpu.weight", "100") };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         /* The group is there, the file is not: not "gone", a file that should exist. */
-        assert_int_equal(cg_write_batch(&io, o, w, 1, false), -EOPNOTSUPP);
+        assert_int_equal(apply_steps(&io, o, w, 1, false), -EOPNOTSUPP);
         assert_ptr_equal(cg_batch_failure(w, 1), &w[0]);
         assert_int_equal(sim.writes, 0);
         done(w, 1);
@@ -673,7 +689,7 @@ static void daemon_start(Daemon *d, const char *group, const char *state) {
                        .fs = { .mode = CGROUP_MODE_V1 } };
         assert_int_equal(cpumask_parse_list("0-7", &d->topology.online), 0);
         d->m = (Manager){ .config = &d->config, .topology = &d->topology, .fs = &d->fs, .io = io, .lock_fd = -1 };
-        assert_int_equal(originals_load(state, &d->m.originals), 0);
+        assert_int_equal(originals_load_checked(state, &d->m.originals, NULL), 0);
         d->g = (ManagedGroup){ .path = strdup(group), .info_valid = true, .cpus = sim_find(&sim, group)->cpus };
         assert_non_null(d->g.path);
         d->res = (PolicyResult){ .managed = true, .reason = "test" };

@@ -33,24 +33,21 @@
  */
 
 /*
- * Applies the batch as described above: cg_batch_read(), then (not in dry-run mode)
- * cg_batch_record() and one originals_commit(), then cg_batch_write(). In dry-run mode everything
- * is read and compared, nothing is written or recorded, and `changed` says what would have been
- * written. Returns 0 when every write took (or was not needed), -ENOENT when the group vanished
- * (nothing left half-changed where the kernel allowed a rollback), -EOPNOTSUPP when the group is
- * there but a file to write is not, else the first hard error (after rolling back). Nothing is
- * logged above debug: the write that failed is the first with `error` set (cg_batch_failure()),
- * `unrecorded` when the state file could not take its original.
- *
- * The daemon uses the three steps itself, so that the records of all the batches of a round are
- * saved with one write of the state file before any of them is written.
+ * A round places its groups in three steps, so that the records of all its batches are saved with
+ * one write of the state file before any of them is written (manager-apply.c): cg_batch_read()
+ * for each batch, then cg_batch_record() for each and one originals_commit() (on failure
+ * originals_rollback() and cg_batch_unrecorded(): nothing is written), then cg_batch_write() for
+ * each, and one more commit for what a rollback changed. A dry run stops after the reads: `changed`
+ * says what would be written. Nothing is logged above debug: the write that failed is the first
+ * with `error` set (cg_batch_failure()), `unrecorded` when the state file could not take its
+ * original.
  */
-int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run);
 
 /*
  * Reads every file of the batch (into `old`) and marks the writes that differ (`changed`); writes
- * and records nothing. Returns 0 or an error of cg_write_batch() (-EINVAL for an empty cpuset,
- * -ENOENT, -EOPNOTSUPP, a read error), with `error` set on the write it stopped at.
+ * and records nothing. Returns 0, -EINVAL for an empty cpuset, -ENOENT when the group vanished,
+ * -EOPNOTSUPP when the group is there but a file to write is not, or a read error, with `error`
+ * set on the write it stopped at.
  */
 int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n);
 
@@ -69,7 +66,9 @@ void cg_batch_unrecorded(CgWrite *w, size_t n, int err);
  * Writes what cg_batch_read() found different, whose records are saved already, in an order the
  * kernel accepts; all or nothing (a failure is rolled back, its records brought in line with what
  * the files hold, in memory: commit them). A file put back to its recorded original has its record
- * dropped, in memory. Returns 0 or the first hard error, as cg_write_batch().
+ * dropped, in memory. Returns 0 when every write took, else the first hard error (after the
+ * rollback, which leaves nothing half-changed where the kernel allows it; -ENOENT when the group
+ * vanished).
  */
 int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n);
 
