@@ -3,7 +3,8 @@
  * Applying and restoring against a simulated cgroup v1 hierarchy that enforces the kernel's cpuset
  * rules (a child inside its parent: EACCES when it would leave it, EBUSY when the parent would
  * leave a child out), so that ordering, retries and rollback are tested on every run, through the
- * daemon's own apply steps (apply-steps.h, manager_apply_group()).
+ * daemon's own apply steps (apply-steps.h, manager_apply_group()). With --mounts (root, the kernel
+ * suite) only what needs a mount of its own: a state directory that is full.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -812,6 +813,27 @@ static void test_group_gone_between_read_and_write(_unused_ void **state) {
         daemon_stop(&d);
 }
 
+static void test_child_outside_the_new_set_leaves_the_parent(_unused_ void **state) {
+        Daemon d;
+
+        /* web/b runs on 4-7 of its own; web planned on 0-1 would move b outside its CPUs. */
+        daemon_start(&d, "/peltd/web", statepath);
+        rounds(&d, "0-1", 30);
+        assert_string_equal(cpus_of("/peltd/web"), "0-7");
+        assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
+        assert_int_equal(sim.writes, 0);
+        assert_int_equal(logged(&d, "Leaving /peltd/web alone: its child /peltd/web/b"), 1);
+
+        /* Planned on 3-5: b keeps what of its own set the parent keeps, a (0-7) too. */
+        rounds(&d, "3-5", 1);
+        assert_string_equal(cpus_of("/peltd/web"), "3-5");
+        assert_string_equal(cpus_of("/peltd/web/b"), "4-5");
+        assert_string_equal(cpus_of("/peltd/web/a"), "3-5");
+        daemon_stop(&d);
+}
+
+/* ---- What needs a mount of its own (root): the kernel suite runs it, as "apply-cgroup --mounts" -- */
+
 static void test_state_directory_full(_unused_ void **state) {
         char dir[300], path[320], fill[320];
         _cleanup_close_ int fd = -1;
@@ -850,33 +872,13 @@ static void test_state_directory_full(_unused_ void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
-static void test_child_outside_the_new_set_leaves_the_parent(_unused_ void **state) {
-        Daemon d;
-
-        /* web/b runs on 4-7 of its own; web planned on 0-1 would move b outside its CPUs. */
-        daemon_start(&d, "/peltd/web", statepath);
-        rounds(&d, "0-1", 30);
-        assert_string_equal(cpus_of("/peltd/web"), "0-7");
-        assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
-        assert_int_equal(sim.writes, 0);
-        assert_int_equal(logged(&d, "Leaving /peltd/web alone: its child /peltd/web/b"), 1);
-
-        /* Planned on 3-5: b keeps what of its own set the parent keeps, a (0-7) too. */
-        rounds(&d, "3-5", 1);
-        assert_string_equal(cpus_of("/peltd/web"), "3-5");
-        assert_string_equal(cpus_of("/peltd/web/b"), "4-5");
-        assert_string_equal(cpus_of("/peltd/web/a"), "3-5");
-        daemon_stop(&d);
-}
-
-int main(void) {
+int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup(test_error_classes, setup_test),
                 cmocka_unit_test_setup(test_missing_file_of_a_present_group, setup_test),
                 cmocka_unit_test_setup_teardown(test_permanent_refusals_said_once_not_retried, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup_teardown(test_transient_refusals_retried_with_backoff, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup_teardown(test_group_gone_between_read_and_write, setup_test, stderr_capture_teardown),
-                cmocka_unit_test_setup_teardown(test_state_directory_full, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup_teardown(test_child_outside_the_new_set_leaves_the_parent, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup(test_narrow_children_first, setup_test),
                 cmocka_unit_test_setup(test_widen_parents_first_and_skip_equal, setup_test),
@@ -895,6 +897,16 @@ int main(void) {
                 cmocka_unit_test_setup(test_disjoint_move, setup_test),
                 cmocka_unit_test_setup(test_rollback_of_a_move, setup_test),
         };
+        const struct CMUnitTest mount_tests[] = {
+                cmocka_unit_test_setup_teardown(test_state_directory_full, setup_test, stderr_capture_teardown),
+        };
 
+        if (argc > 1 && streq(argv[1], "--mounts")) {
+                if (geteuid() != 0) {
+                        fprintf(stderr, "test-apply-cgroup --mounts mounts a tmpfs, which needs root: skipped.\n");
+                        return 77;
+                }
+                return cmocka_run_group_tests(mount_tests, setup, teardown);
+        }
         return cmocka_run_group_tests(tests, setup, teardown);
 }
