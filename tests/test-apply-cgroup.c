@@ -642,6 +642,71 @@ static int teardown(_unused_ void **state) {
         return system(cmd) == 0 ? 0 : -1;
 }
 
+/*
+ * The table of what peltd writes (apply-values.h). The names the state file keeps are a contract
+ * read back after a crash: each maps to its row and target, every place of every row maps back to
+ * itself, and the state file takes those places and no others. Then each row's text: a new knob's
+ * row is tested here too.
+ */
+static void test_table(_unused_ void **state) {
+        static const struct {
+                const char *hierarchy, *file;
+                PlacedValueId id;
+                ApplyTarget target;
+        } contract[] = {
+                { "cpuset", "cpuset.cpus", PLACED_CPUS, APPLY_V1 },
+                { "unified", "cpuset.cpus", PLACED_CPUS, APPLY_V2 },
+                { "systemd", "AllowedCPUs", PLACED_CPUS, APPLY_SYSTEMD },
+                { "cpu", "cpu.shares", PLACED_SHARES, APPLY_V1 },
+                { "unified", "cpu.weight", PLACED_SHARES, APPLY_V2 },
+                { "systemd", "CPUWeight", PLACED_SHARES, APPLY_SYSTEMD },
+                { "unified", "cgroup.subtree_control", PLACED_CONTROLLERS, APPLY_V2 },
+        };
+        const PlacedValue *cpus = &placed_values[PLACED_CPUS], *shares = &placed_values[PLACED_SHARES];
+        Placement p = { .group = "/g", .shares = 2048 };
+        char *v = NULL;
+        ApplyTarget t;
+
+        for (size_t i = 0; i < ELEMENTSOF(contract); i++) {
+                assert_ptr_equal(placed_value_at(contract[i].hierarchy, contract[i].file, &t), &placed_values[contract[i].id]);
+                assert_int_equal(t, contract[i].target);
+        }
+        for (size_t i = 0; i < _PLACED_VALUE_MAX; i++)
+                for (ApplyTarget a = 0; a < _APPLY_TARGET_MAX; a++) {
+                        const PlacedPlace *pl = placed_place(&placed_values[i], a);
+                        Original e;
+
+                        if (!pl)
+                                continue;
+                        assert_ptr_equal(placed_value_at(pl->hierarchy, pl->file, &t), &placed_values[i]);
+                        assert_int_equal(t, a);
+                        e = (Original){ .hierarchy = (char *) pl->hierarchy, .file = (char *) pl->file,
+                                        .group = (char *) (a == APPLY_SYSTEMD ? "web.service" : "/a") };
+                        assert_null(original_check(&e));
+                }
+        assert_null(placed_value_at("cpuset", "cpuset.mems", NULL));
+        assert_null(placed_value_at("cpu", "cpu.weight", NULL));
+
+        /* CPU lists: compared as sets, never written empty; offline CPUs dropped are still peltd's. */
+        assert_true(cpus->kind->holds("0,1,2", "0-2"));
+        assert_false(cpus->kind->valid(""));
+        assert_true(cg_holds_written("cpuset.cpus", "0,3", "0-3", &(CpuMask){ .bits = { 0x9 } }, false));
+        /* Shares: as they are on v1, as a weight on v2 and for systemd; none set, nothing written. */
+        assert_int_equal(cpumask_parse_list("0-1", &p.cpus), 0);
+        assert_int_equal(shares->format(&p, APPLY_V1, &v), 0);
+        assert_string_equal(v, "2048");
+        free(v);
+        assert_int_equal(shares->format(&p, APPLY_V2, &v), 0);
+        assert_string_equal(v, "200");
+        free(v);
+        p.shares = 0;
+        assert_int_equal(shares->format(&p, APPLY_SYSTEMD, &v), 0);
+        assert_null(v);
+        assert_int_equal(cpus->format(&p, APPLY_V1, &v), 0);
+        assert_string_equal(v, "0-1");
+        free(v);
+}
+
 static void test_error_classes(_unused_ void **state) {
         /* What the batch or another round may lift. */
         assert_int_equal(cg_error_class(-EBUSY), CG_ERROR_TRANSIENT);
@@ -874,6 +939,7 @@ static void test_state_directory_full(_unused_ void **state) {
 
 int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_table),
                 cmocka_unit_test_setup(test_error_classes, setup_test),
                 cmocka_unit_test_setup(test_missing_file_of_a_present_group, setup_test),
                 cmocka_unit_test_setup_teardown(test_permanent_refusals_said_once_not_retried, setup_test, stderr_capture_teardown),

@@ -11,13 +11,13 @@
  * cgroup v1 file, its v2 file, its systemd unit property), how its text is made from a placement,
  * checked and compared, where its writes go in the order the kernel accepts, and how its original
  * is recorded and put back. Writing, recording, restoring and the state file's confinement all
- * ask the row; nothing else names these files.
+ * ask the row.
  *
  * The state file names a value by the "hierarchy" and "file" of its place (PlacedPlace): those
- * names are a contract read back after a crash, and map to their row through
- * placed_value_at().
+ * names are a contract read back after a crash, and map to their row through placed_value_at().
  *
- * A new knob is a row of the table, a field of Placement and the planner's field that fills it.
+ * A new knob is a row of the table and a field of Placement, which the daemon fills from the
+ * planner's result (manager-apply.c); test_table (tests/test-apply-cgroup.c) tests each row.
  */
 
 /* Where, and so through which backend (apply-backend.h), a group's placement is written. */
