@@ -2,7 +2,9 @@
 /*
  * Applying and restoring against a simulated cgroup v1 hierarchy that enforces the kernel's cpuset
  * rules (a child inside its parent: EACCES when it would leave it, EBUSY when the parent would
- * leave a child out), so that ordering, retries and rollback are tested on every run.
+ * leave a child out), so that ordering, retries and rollback are tested on every run, through the
+ * daemon's own apply steps (apply-steps.h, manager_apply_group()). With --mounts (root, the kernel
+ * suite) only what needs a mount of its own: a state directory that is full.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,7 @@
 #include "peltd/apply-cgroup.h"
 #include "peltd/macro.h"
 #include "../daemon/manager/manager-internal.h"
+#include "apply-steps.h"
 #include "stderr-capture.h"
 #include "test-cleanup.h"
 
@@ -190,7 +193,13 @@ static int setup_test(_unused_ void **state) {
 }
 
 static CgWrite W(const char *h, const char *group, const char *file, const char *value) {
-        return (CgWrite){ .hierarchy = h, .group = strdup(group), .file = file, .value = strdup(value) };
+        ApplyTarget t;
+        const PlacedValue *pv = placed_value_at(h, file, &t);
+        CgWrite w;
+
+        assert_non_null(pv);
+        assert_int_equal(cg_write_init(&w, pv, t, group, value), 0);
+        return w;
 }
 
 static void done(CgWrite *w, size_t n) {
@@ -208,8 +217,8 @@ static void test_narrow_children_first(_unused_ void **state) {
                 W("cpu", "/peltd/web", "cpu.shares", "2048"),
         };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(cpus_of("/peltd/web"), "0-1");
         assert_string_equal(cpus_of("/peltd/web/a"), "0-1");
         assert_string_equal(cpus_of("/peltd/web/b"), "1");
@@ -231,36 +240,39 @@ static void test_narrow_children_first(_unused_ void **state) {
 
 static void test_widen_parents_first_and_skip_equal(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite n[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "0") };
-        CgWrite w[] = {
-                W("cpuset", "/peltd/batch", "cpuset.cpus", "0-5"),
-                W("cpu", "/peltd/batch", "cpu.shares", "512"), /* already so: not written */
-        };
+        Placement p = { .group = "/peltd/batch", .target = APPLY_V1 };
+        CgWrite *n = NULL, *w = NULL;
+        size_t nn, nw;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, n, 1, false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(cpumask_parse_list("0", &p.cpus), 0);
+        assert_int_equal(place_steps(&io, o, &p, &n, &nn), 0);
         sim.writes = 0;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        /* The shares are 512 already: not written. */
+        assert_int_equal(cpumask_parse_list("0-5", &p.cpus), 0);
+        p.shares = 512;
+        assert_int_equal(place_steps(&io, o, &p, &w, &nw), 0);
+        assert_int_equal(nw, 2);
         assert_string_equal(cpus_of("/peltd/batch"), "0-5");
         assert_int_equal(sim.writes, 1);
         assert_false(w[1].changed);
         /* The first original stays: 0-3, not the 0 peltd wrote in between. */
         assert_string_equal(originals_find(o, "cpuset", "/peltd/batch", "cpuset.cpus")->original, "0-3");
         assert_string_equal(originals_find(o, "cpuset", "/peltd/batch", "cpuset.cpus")->written, "0-5");
-        done(n, 1);
-        done(w, ELEMENTSOF(w));
+        cg_writes_free(n, nn);
+        cg_writes_free(w, nw);
 }
 
 static void test_rollback_keeps_group_consistent(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite w[] = {
-                W("cpuset", "/peltd/batch", "cpuset.cpus", "2"),
-                W("cpu", "/peltd/batch", "cpu.shares", "4096"),
-        };
+        Placement p = { .group = "/peltd/batch", .shares = 4096, .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(cpumask_parse_list("2", &p.cpus), 0);
         sim.fail_shares = -EIO;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), -EIO);
         /* The cpuset went back: the group is as it was. */
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_string_equal(sim_find(&sim, "/peltd/batch")->shares, "512");
@@ -268,7 +280,7 @@ static void test_rollback_keeps_group_consistent(_unused_ void **state) {
         assert_int_equal(w[1].error, -EIO);
         /* And nothing is left in the state file: the files hold their originals. */
         assert_int_equal(o->n_entries, 0);
-        done(w, ELEMENTSOF(w));
+        cg_writes_free(w, n);
 }
 
 static void test_refusals(_unused_ void **state) {
@@ -278,18 +290,18 @@ static void test_refusals(_unused_ void **state) {
         CgWrite w[] = { W("cpu", "/peltd/web", "cpu.shares", "100") };
         CgWrite outside[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "8") };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, empty, 1, false), -EINVAL);
-        assert_int_equal(cg_write_batch(&io, o, gone, 1, false), -ENOENT);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, empty, 1, false), -EINVAL);
+        assert_int_equal(apply_steps(&io, o, gone, 1, false), -ENOENT);
         /* Outside its parent for good: no progress is possible, the error stands. */
-        assert_int_equal(cg_write_batch(&io, o, outside, 1, false), -EACCES);
+        assert_int_equal(apply_steps(&io, o, outside, 1, false), -EACCES);
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_int_equal(sim.writes, 0);
         assert_int_equal(o->n_entries, 0);
 
         /* No record of the original, no write. */
-        assert_int_equal(originals_load("/proc/peltd-none/state", &bad), 0);
-        assert_true(cg_write_batch(&io, bad, w, 1, false) < 0);
+        assert_int_equal(originals_load_checked("/proc/peltd-none/state", &bad, NULL), 0);
+        assert_true(apply_steps(&io, bad, w, 1, false) < 0);
         assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "1024");
         assert_int_equal(sim.writes, 0);
         done(empty, 1);
@@ -305,8 +317,8 @@ static void test_dry_run_writes_nothing(_unused_ void **state) {
                 W("cpu", "/peltd/web", "cpu.shares", "1024"),
         };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), true), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), true), 0);
         assert_true(w[0].changed);
         assert_false(w[1].changed);
         assert_int_equal(sim.writes, 0);
@@ -324,12 +336,15 @@ static void test_restore(_unused_ void **state) {
                 W("cpuset", "/peltd/web/b", "cpuset.cpus", "2"),
                 W("cpu", "/peltd/web", "cpu.shares", "2048"),
         };
-        CgWrite b[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "3"), W("cpu", "/peltd/batch", "cpu.shares", "100") };
+        Placement p = { .group = "/peltd/batch", .shares = 100, .target = APPLY_V1 };
+        CgWrite *b = NULL;
+        size_t nb;
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
-        assert_int_equal(cg_write_batch(&io, o, b, ELEMENTSOF(b), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(cpumask_parse_list("3", &p.cpus), 0);
+        assert_int_equal(place_steps(&io, o, &p, &b, &nb), 0);
 
         /* Someone else changes batch's shares; CPU 2 goes offline (v1 drops it from every cpuset). */
         snprintf(sim_find(&sim, "/peltd/batch")->shares, 32, "777");
@@ -339,7 +354,7 @@ static void test_restore(_unused_ void **state) {
         cpumask_clear(&online, 2);
 
         /* A restart reads the state file back; a dry run changes nothing at all. */
-        assert_int_equal(originals_load(statepath, &again), 0);
+        assert_int_equal(originals_load_checked(statepath, &again, NULL), 0);
         assert_int_equal(again->n_entries, 6);
         sim.writes = 0;
         assert_int_equal(cg_restore(&io, again, &online, true), 0);
@@ -357,7 +372,7 @@ static void test_restore(_unused_ void **state) {
         assert_int_equal(again->n_entries, 0);
         assert_int_equal(access(statepath, F_OK), -1);
         done(w, ELEMENTSOF(w));
-        done(b, ELEMENTSOF(b));
+        cg_writes_free(b, nb);
 }
 
 /* Two controllers enabled one write each: the state file keeps both, and a restore disables both. */
@@ -370,8 +385,8 @@ static void test_subtree_control_two_controllers(_unused_ void **state) {
         };
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpuset cpu");
         assert_int_equal(o->n_entries, 1);
         assert_string_equal(o->entries[0].written, "+cpuset +cpu");
@@ -381,7 +396,7 @@ static void test_subtree_control_two_controllers(_unused_ void **state) {
 
         /* One that was on before stays on. */
         snprintf(sim_find(&sim, "/peltd")->subtree, sizeof sim.g[0].subtree, "cpu");
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpu cpuset");
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpu");
@@ -392,14 +407,14 @@ static void test_restore_narrowing_order_and_subtree_control(_unused_ void **sta
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
         CgWrite w[] = {
-                W("cpuset", "/peltd", "cgroup.subtree_control", "+cpuset"),
+                W("unified", "/peltd", "cgroup.subtree_control", "+cpuset"),
                 W("cpuset", "/peltd/batch", "cpuset.cpus", "0-7"),
         };
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         /* batch widens from 0-3 to 0-7; restoring narrows it again, and disables what peltd enabled, last. */
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "cpuset");
         assert_true(strstr(sim.log, "subtree_control=+cpuset") < strstr(sim.log, "batch cpuset.cpus"));
         sim.log[0] = 0;
@@ -413,18 +428,22 @@ static void test_restore_narrowing_order_and_subtree_control(_unused_ void **sta
 static void test_restore_failure_is_kept(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
-        CgWrite w[] = { W("cpu", "/peltd/web", "cpu.shares", "3000") };
+        /* web's shares alone: its CPUs (and its children's) stay as they are. */
+        Placement p = { .group = "/peltd/web", .shares = 3000, .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, 1, false), 0);
+        assert_int_equal(cpumask_parse_list("0-7", &p.cpus), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), 0);
         sim.fail_shares = -EIO;
         assert_int_equal(cg_restore(&io, o, &online, false), 1);
         assert_int_equal(o->n_entries, 1);
         sim.fail_shares = 0;
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_string_equal(sim_find(&sim, "/peltd/web")->shares, "1024");
-        done(w, 1);
+        cg_writes_free(w, n);
 }
 
 static const char *find_write(CgWrite *w, size_t n, const char *group, const char *file) {
@@ -440,7 +459,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
         CgWrite *w = NULL;
         size_t n = 0;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         assert_int_equal(cpumask_parse_list("4-5", &p.cpus), 0);
         assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_int_equal(n, 4);
@@ -449,7 +468,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
         assert_string_equal(find_write(w, n, "/peltd/web/a", "cpuset.cpus"), "4-5");
         assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "4-5");
         assert_string_equal(find_write(w, n, "/peltd/web", "cpu.shares"), "2048");
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        assert_int_equal(apply_steps(&io, o, w, n, false), 0);
         cg_writes_free(w, n);
 
         /*
@@ -472,7 +491,7 @@ static void test_placement_v1_descendants(_unused_ void **state) {
         assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         assert_string_equal(find_write(w, n, "/peltd/web/b", "cpuset.cpus"), "4-7");
         assert_string_equal(find_write(w, n, "/peltd/web/a", "cpuset.cpus"), "0-7");
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        assert_int_equal(apply_steps(&io, o, w, n, false), 0);
         assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
         cg_writes_free(w, n);
 
@@ -487,7 +506,7 @@ static void test_placement_v2_and_systemd(_unused_ void **state) {
         CgWrite *w = NULL;
         size_t n = 0;
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         assert_int_equal(cpumask_parse_list("0-1", &p.cpus), 0);
         assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
         /* Controllers on the way down: / and /peltd pass cpuset and cpu on. */
@@ -524,9 +543,9 @@ static void test_disjoint_move(_unused_ void **state) {
         };
 
         /* A group and its children move to CPUs none of them had: no order of direct writes works. */
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), 0);
-        assert_int_equal(cg_write_batch(&io, o, back, ELEMENTSOF(back), false), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), 0);
+        assert_int_equal(apply_steps(&io, o, back, ELEMENTSOF(back), false), 0);
         assert_string_equal(cpus_of("/peltd/web"), "6-7");
         assert_string_equal(cpus_of("/peltd/web/a"), "6-7");
         assert_string_equal(cpus_of("/peltd/web/b"), "7");
@@ -538,32 +557,32 @@ static void test_disjoint_move(_unused_ void **state) {
 
 static void test_rollback_of_a_move(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite w[] = {
-                W("cpuset", "/peltd/batch", "cpuset.cpus", "6-7"),
-                W("cpu", "/peltd/batch", "cpu.shares", "300"),
-        };
+        Placement p = { .group = "/peltd/batch", .shares = 300, .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
         /* batch (0-3) would move to 6-7; shares fail; it goes back to 0-3 and the state file is empty. */
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(cpumask_parse_list("6-7", &p.cpus), 0);
         sim.fail_shares = -EIO;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), -EIO);
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_false(w[0].changed);
         assert_int_equal(o->n_entries, 0);
-        done(w, ELEMENTSOF(w));
+        cg_writes_free(w, n);
 }
 
 static void test_rollback_disables_what_it_enabled(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CgWrite w[] = {
-                W("cpuset", "/peltd", "cgroup.subtree_control", "+cpuset"),
+                W("unified", "/peltd", "cgroup.subtree_control", "+cpuset"),
                 W("cpu", "/peltd/web", "cpu.shares", "300"),
         };
 
         /* The controller is enabled first, then the shares fail: the rollback turns it off again. */
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         sim.fail_shares = -EIO;
-        assert_int_equal(cg_write_batch(&io, o, w, ELEMENTSOF(w), false), -EIO);
+        assert_int_equal(apply_steps(&io, o, w, ELEMENTSOF(w), false), -EIO);
         assert_string_equal(sim_find(&sim, "/peltd")->subtree, "");
         assert_non_null(strstr(sim.log, "/peltd cgroup.subtree_control=-cpuset\n"));
         assert_false(w[0].changed);
@@ -574,19 +593,22 @@ static void test_rollback_disables_what_it_enabled(_unused_ void **state) {
 static void test_restore_inside_a_shrunk_parent(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
         CpuMask online;
-        CgWrite w[] = { W("cpuset", "/peltd/batch", "cpuset.cpus", "1") };
+        Placement p = { .group = "/peltd/batch", .target = APPLY_V1 };
+        CgWrite *w = NULL;
+        size_t n;
 
         /* CPU 3 went offline and came back: v1 gave it back to nobody, so /peltd holds 0-2,4-7 now. */
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, 1, false), 0);
+        assert_int_equal(cpumask_parse_list("1", &p.cpus), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), 0);
         assert_int_equal(cpumask_parse_list("0-2,4-7", &sim_find(&sim, "/peltd")->cpus), 0);
 
         /* batch's original 0-3 cannot come back whole: it gets what its parent allows, and is done. */
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_string_equal(cpus_of("/peltd/batch"), "0-2");
         assert_int_equal(o->n_entries, 0);
-        done(w, 1);
+        cg_writes_free(w, n);
 }
 
 static void test_restore_v2_inherit(_unused_ void **state) {
@@ -595,8 +617,9 @@ static void test_restore_v2_inherit(_unused_ void **state) {
 
         /* v2: a cpuset.cpus that was empty (the parent's CPUs) goes back to empty. */
         assert_int_equal(cpumask_parse_list("0-7", &online), 0);
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(originals_record(o, "cpuset", "/peltd/web", "cpuset.cpus", "", "0-7"), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(originals_put(o, "unified", "/peltd/web", "cpuset.cpus", "", "0-7"), 0);
+        assert_int_equal(originals_commit(o), 0);
         sim_find(&sim, "/peltd/web")->inherit_ok = true;
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_true(cpumask_empty(&sim_find(&sim, "/peltd/web")->cpus));
@@ -619,6 +642,71 @@ static int teardown(_unused_ void **state) {
         return system(cmd) == 0 ? 0 : -1;
 }
 
+/*
+ * The table of what peltd writes (apply-values.h). The names the state file keeps are a contract
+ * read back after a crash: each maps to its row and target, every place of every row maps back to
+ * itself, and the state file takes those places and no others. Then each row's text: a new knob's
+ * row is tested here too.
+ */
+static void test_table(_unused_ void **state) {
+        static const struct {
+                const char *hierarchy, *file;
+                PlacedValueId id;
+                ApplyTarget target;
+        } contract[] = {
+                { "cpuset", "cpuset.cpus", PLACED_CPUS, APPLY_V1 },
+                { "unified", "cpuset.cpus", PLACED_CPUS, APPLY_V2 },
+                { "systemd", "AllowedCPUs", PLACED_CPUS, APPLY_SYSTEMD },
+                { "cpu", "cpu.shares", PLACED_SHARES, APPLY_V1 },
+                { "unified", "cpu.weight", PLACED_SHARES, APPLY_V2 },
+                { "systemd", "CPUWeight", PLACED_SHARES, APPLY_SYSTEMD },
+                { "unified", "cgroup.subtree_control", PLACED_CONTROLLERS, APPLY_V2 },
+        };
+        const PlacedValue *cpus = &placed_values[PLACED_CPUS], *shares = &placed_values[PLACED_SHARES];
+        Placement p = { .group = "/g", .shares = 2048 };
+        char *v = NULL;
+        ApplyTarget t;
+
+        for (size_t i = 0; i < ELEMENTSOF(contract); i++) {
+                assert_ptr_equal(placed_value_at(contract[i].hierarchy, contract[i].file, &t), &placed_values[contract[i].id]);
+                assert_int_equal(t, contract[i].target);
+        }
+        for (size_t i = 0; i < _PLACED_VALUE_MAX; i++)
+                for (ApplyTarget a = 0; a < _APPLY_TARGET_MAX; a++) {
+                        const PlacedPlace *pl = placed_place(&placed_values[i], a);
+                        Original e;
+
+                        if (!pl)
+                                continue;
+                        assert_ptr_equal(placed_value_at(pl->hierarchy, pl->file, &t), &placed_values[i]);
+                        assert_int_equal(t, a);
+                        e = (Original){ .hierarchy = (char *) pl->hierarchy, .file = (char *) pl->file,
+                                        .group = (char *) (a == APPLY_SYSTEMD ? "web.service" : "/a") };
+                        assert_null(original_check(&e));
+                }
+        assert_null(placed_value_at("cpuset", "cpuset.mems", NULL));
+        assert_null(placed_value_at("cpu", "cpu.weight", NULL));
+
+        /* CPU lists: compared as sets, never written empty; offline CPUs dropped are still peltd's. */
+        assert_true(cpus->kind->holds("0,1,2", "0-2"));
+        assert_false(cpus->kind->valid(""));
+        assert_true(cg_holds_written("cpuset.cpus", "0,3", "0-3", &(CpuMask){ .bits = { 0x9 } }, false));
+        /* Shares: as they are on v1, as a weight on v2 and for systemd; none set, nothing written. */
+        assert_int_equal(cpumask_parse_list("0-1", &p.cpus), 0);
+        assert_int_equal(shares->format(&p, APPLY_V1, &v), 0);
+        assert_string_equal(v, "2048");
+        free(v);
+        assert_int_equal(shares->format(&p, APPLY_V2, &v), 0);
+        assert_string_equal(v, "200");
+        free(v);
+        p.shares = 0;
+        assert_int_equal(shares->format(&p, APPLY_SYSTEMD, &v), 0);
+        assert_null(v);
+        assert_int_equal(cpus->format(&p, APPLY_V1, &v), 0);
+        assert_string_equal(v, "0-1");
+        free(v);
+}
+
 static void test_error_classes(_unused_ void **state) {
         /* What the batch or another round may lift. */
         assert_int_equal(cg_error_class(-EBUSY), CG_ERROR_TRANSIENT);
@@ -638,11 +726,11 @@ static void test_error_classes(_unused_ void **state) {
 
 static void test_missing_file_of_a_present_group(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
-        CgWrite w[] = { W("cpu", "/peltd/web", "cpu.weight", "100") };
+        CgWrite w[] = { W("unified", "/peltd/web", "cpu.weight", "100") };
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         /* The group is there, the file is not: not "gone", a file that should exist. */
-        assert_int_equal(cg_write_batch(&io, o, w, 1, false), -EOPNOTSUPP);
+        assert_int_equal(apply_steps(&io, o, w, 1, false), -EOPNOTSUPP);
         assert_ptr_equal(cg_batch_failure(w, 1), &w[0]);
         assert_int_equal(sim.writes, 0);
         done(w, 1);
@@ -667,7 +755,7 @@ static void daemon_start(Daemon *d, const char *group, const char *state) {
                        .fs = { .mode = CGROUP_MODE_V1 } };
         assert_int_equal(cpumask_parse_list("0-7", &d->topology.online), 0);
         d->m = (Manager){ .config = &d->config, .topology = &d->topology, .fs = &d->fs, .io = io, .lock_fd = -1 };
-        assert_int_equal(originals_load(state, &d->m.originals), 0);
+        assert_int_equal(originals_load_checked(state, &d->m.originals, NULL), 0);
         d->g = (ManagedGroup){ .path = strdup(group), .info_valid = true, .cpus = sim_find(&sim, group)->cpus };
         assert_non_null(d->g.path);
         d->res = (PolicyResult){ .managed = true, .reason = "test" };
@@ -790,6 +878,27 @@ static void test_group_gone_between_read_and_write(_unused_ void **state) {
         daemon_stop(&d);
 }
 
+static void test_child_outside_the_new_set_leaves_the_parent(_unused_ void **state) {
+        Daemon d;
+
+        /* web/b runs on 4-7 of its own; web planned on 0-1 would move b outside its CPUs. */
+        daemon_start(&d, "/peltd/web", statepath);
+        rounds(&d, "0-1", 30);
+        assert_string_equal(cpus_of("/peltd/web"), "0-7");
+        assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
+        assert_int_equal(sim.writes, 0);
+        assert_int_equal(logged(&d, "Leaving /peltd/web alone: its child /peltd/web/b"), 1);
+
+        /* Planned on 3-5: b keeps what of its own set the parent keeps, a (0-7) too. */
+        rounds(&d, "3-5", 1);
+        assert_string_equal(cpus_of("/peltd/web"), "3-5");
+        assert_string_equal(cpus_of("/peltd/web/b"), "4-5");
+        assert_string_equal(cpus_of("/peltd/web/a"), "3-5");
+        daemon_stop(&d);
+}
+
+/* ---- What needs a mount of its own (root): the kernel suite runs it, as "apply-cgroup --mounts" -- */
+
 static void test_state_directory_full(_unused_ void **state) {
         char dir[300], path[320], fill[320];
         _cleanup_close_ int fd = -1;
@@ -828,33 +937,14 @@ static void test_state_directory_full(_unused_ void **state) {
         assert_int_equal(rmdir(dir), 0);
 }
 
-static void test_child_outside_the_new_set_leaves_the_parent(_unused_ void **state) {
-        Daemon d;
-
-        /* web/b runs on 4-7 of its own; web planned on 0-1 would move b outside its CPUs. */
-        daemon_start(&d, "/peltd/web", statepath);
-        rounds(&d, "0-1", 30);
-        assert_string_equal(cpus_of("/peltd/web"), "0-7");
-        assert_string_equal(cpus_of("/peltd/web/b"), "4-7");
-        assert_int_equal(sim.writes, 0);
-        assert_int_equal(logged(&d, "Leaving /peltd/web alone: its child /peltd/web/b"), 1);
-
-        /* Planned on 3-5: b keeps what of its own set the parent keeps, a (0-7) too. */
-        rounds(&d, "3-5", 1);
-        assert_string_equal(cpus_of("/peltd/web"), "3-5");
-        assert_string_equal(cpus_of("/peltd/web/b"), "4-5");
-        assert_string_equal(cpus_of("/peltd/web/a"), "3-5");
-        daemon_stop(&d);
-}
-
-int main(void) {
+int main(int argc, char *argv[]) {
         const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_table),
                 cmocka_unit_test_setup(test_error_classes, setup_test),
                 cmocka_unit_test_setup(test_missing_file_of_a_present_group, setup_test),
                 cmocka_unit_test_setup_teardown(test_permanent_refusals_said_once_not_retried, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup_teardown(test_transient_refusals_retried_with_backoff, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup_teardown(test_group_gone_between_read_and_write, setup_test, stderr_capture_teardown),
-                cmocka_unit_test_setup_teardown(test_state_directory_full, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup_teardown(test_child_outside_the_new_set_leaves_the_parent, setup_test, stderr_capture_teardown),
                 cmocka_unit_test_setup(test_narrow_children_first, setup_test),
                 cmocka_unit_test_setup(test_widen_parents_first_and_skip_equal, setup_test),
@@ -873,6 +963,16 @@ int main(void) {
                 cmocka_unit_test_setup(test_disjoint_move, setup_test),
                 cmocka_unit_test_setup(test_rollback_of_a_move, setup_test),
         };
+        const struct CMUnitTest mount_tests[] = {
+                cmocka_unit_test_setup_teardown(test_state_directory_full, setup_test, stderr_capture_teardown),
+        };
 
+        if (argc > 1 && streq(argv[1], "--mounts")) {
+                if (geteuid() != 0) {
+                        fprintf(stderr, "test-apply-cgroup --mounts mounts a tmpfs, which needs root: skipped.\n");
+                        return 77;
+                }
+                return cmocka_run_group_tests(mount_tests, setup, teardown);
+        }
         return cmocka_run_group_tests(tests, setup, teardown);
 }

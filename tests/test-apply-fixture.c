@@ -18,6 +18,7 @@
 #include "peltd/rootdir.h"
 #include "fixture-util.h"
 #include "../daemon/manager/manager-internal.h"
+#include "apply-steps.h"
 #include "stderr-capture.h"
 #include "test-cleanup.h"
 
@@ -62,11 +63,10 @@ static void test_v2_placement_and_restore(_unused_ void **state) {
         assert_int_equal(cgroup_fs_open_v2(tmpdir, &fs), 0);
         access = (CgroupAccess){ .fs = fs };
         io = cgroup_io_real(&access);
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
 
         assert_int_equal(cpumask_parse_list("2-3", &p.cpus), 0);
-        assert_int_equal(placement_writes(&io, o, &p, &w, &n, NULL), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
+        assert_int_equal(place_steps(&io, o, &p, &w, &n), 0);
         cg_writes_free(w, n);
 
         assert_string_equal(get("peltd/web/cpuset.cpus"), "2-3");
@@ -195,7 +195,7 @@ static void test_v1_restore_many_values(_unused_ void **state) {
         io = (CgroupIO){ count_read, count_write, count_children, &c };
         assert_int_equal(cpumask_parse_list("0-3", &online), 0);
         (void) unlink(statepath);
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         placed_groups(o);
         /* Someone else changed one cpuset meanwhile; another group is gone. */
         put("cpuset/g0005/cpuset.cpus", "2\n");
@@ -222,7 +222,7 @@ static void test_v1_restore_many_values(_unused_ void **state) {
         /* Placed again; this time the state file cannot be saved after the writes. */
         fx_sh("mkdir -p '%s/cpuset/g0007' '%s/cpu/g0007'", tmpdir, tmpdir);
         originals_free(TAKE_PTR(o));
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         placed_groups(o);
         /* Every entry restored, the save is the file's removal: a directory there refuses it. */
         free(o->path);
@@ -231,7 +231,7 @@ static void test_v1_restore_many_values(_unused_ void **state) {
         assert_string_equal(get("cpuset/g1999/cpuset.cpus"), "0-3");
 
         /* What the state file on disk still says is restored already: no write, and it is removed. */
-        assert_int_equal(originals_load(statepath, &again), 0);
+        assert_int_equal(originals_load_checked(statepath, &again, NULL), 0);
         assert_int_equal(again->n_entries, 2 * RESTORE_GROUPS);
         c.writes = 0;
         assert_int_equal(cg_restore(&io, again, &online, false), 0);
@@ -299,7 +299,7 @@ static void daemon_start(Daemon *d) {
         d->m = (Manager){ .config = &d->config, .topology = &d->topology, .fs = d->fs, .io = cgroup_io_real(&d->access),
                           .lock_fd = -1 };
         (void) unlink(statepath);
-        assert_int_equal(originals_load(statepath, &d->m.originals), 0);
+        assert_int_equal(originals_load_checked(statepath, &d->m.originals, NULL), 0);
         d->g = (ManagedGroup){ .path = strdup("/peltd/web") };
         assert_non_null(d->g.path);
         d->gp = &d->g;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * cg_write_batch() and cg_restore() on the real kernel: a private subtree in the cpuset and cpu
+ * The daemon's apply steps (apply-steps.h) and cg_restore() on the real kernel: a private subtree in the cpuset and cpu
  * hierarchies (v1), or in the unified one (v2, the test guest), removed at the end, also on
  * failure. Checks that the order and retry rules hold against the kernel's own cpuset checks, and
  * on v2 that a placement enables the controllers it needs and a restore puts back empty cpusets
@@ -19,6 +19,7 @@
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
 #include "peltd/rootdir.h"
+#include "apply-steps.h"
 #include "test-cleanup.h"
 
 #define CPUSET_MOUNT "/sys/fs/cgroup/cpuset"
@@ -81,7 +82,13 @@ static char *get(const char *h, const char *group, const char *file) {
 }
 
 static CgWrite W(const char *h, const char *group, const char *file, const char *value) {
-        return (CgWrite){ .hierarchy = h, .group = strdup(group), .file = file, .value = strdup(value) };
+        ApplyTarget t;
+        const PlacedValue *pv = placed_value_at(h, file, &t);
+        CgWrite w;
+
+        assert_non_null(pv);
+        assert_int_equal(cg_write_init(&w, pv, t, group, value), 0);
+        return w;
 }
 
 static int setup(_unused_ void **state) {
@@ -146,8 +153,19 @@ static void make_tree(void) {
            CPUSET_MOUNT, base, all_cpus, all_cpus, all_cpus);
 }
 
+/* p for group, written in one batch. */
+static void place(Originals *o, Placement *p, const char *group) {
+        CgWrite *w = NULL;
+        size_t n = 0;
+
+        p->group = group;
+        assert_int_equal(place_steps(&io, o, p, &w, &n), 0);
+        cg_writes_free(w, n);
+}
+
 static void test_narrow_widen_restore(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
+        Placement p = { .shares = 2048, .target = APPLY_V1 };
         char g[96], c[96], last[8];
         int lastcpu = cpumask_last(&online);
 
@@ -163,20 +181,17 @@ static void test_narrow_widen_restore(_unused_ void **state) {
         /* The kernel refuses the parent first (EBUSY): the batch must get the order right itself. */
         assert_int_equal(io.write(io.userdata, "cpuset", g, "cpuset.cpus", last), -EBUSY);
 
-        CgWrite narrow[] = {
-                W("cpuset", g, "cpuset.cpus", last),
-                W("cpuset", c, "cpuset.cpus", last),
-                W("cpu", g, "cpu.shares", "2048"),
-        };
-        assert_int_equal(originals_load(statepath, &o), 0);
-        assert_int_equal(cg_write_batch(&io, o, narrow, ELEMENTSOF(narrow), false), 0);
+        /* g and its child c on the last CPU, with shares: c narrowed first. */
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(cpumask_parse_list(last, &p.cpus), 0);
+        place(o, &p, g);
         assert_string_equal(get("cpuset", g, "cpuset.cpus"), last);
         assert_string_equal(get("cpuset", c, "cpuset.cpus"), last);
         assert_string_equal(get("cpu", g, "cpu.shares"), "2048");
 
         /* A child outside its parent is refused for good (EACCES) and the batch leaves nothing changed. */
         CgWrite bad[] = { W("cpu", g, "cpu.shares", "4096"), W("cpuset", c, "cpuset.cpus", "0") };
-        assert_int_equal(cg_write_batch(&io, o, bad, ELEMENTSOF(bad), false), -EACCES);
+        assert_int_equal(apply_steps(&io, o, bad, ELEMENTSOF(bad), false), -EACCES);
         assert_string_equal(get("cpu", g, "cpu.shares"), "2048");
         assert_string_equal(get("cpuset", c, "cpuset.cpus"), last);
 
@@ -187,13 +202,9 @@ static void test_narrow_widen_restore(_unused_ void **state) {
         assert_string_equal(get("cpu", g, "cpu.shares"), "1024");
         assert_int_equal(o->n_entries, 0);
 
-        for (size_t i = 0; i < ELEMENTSOF(narrow); i++)
-                cg_write_done(&narrow[i]);
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 cg_write_done(&bad[i]);
 }
-
-static void place(Originals *o, Placement *p, const char *group);
 
 /*
  * What the kernel refuses, and how peltd takes it: a v1 child cpuset none of whose CPUs the parent's
@@ -218,7 +229,7 @@ static void test_v1_refusals(_unused_ void **state) {
         snprintf(last, sizeof last, "%d", cpumask_last(&online));
         snprintf(first, sizeof first, "%d", cpumask_first(&online));
         sh("echo %s > %s%s/cpuset.cpus", last, CPUSET_MOUNT, c);
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
 
         /* The kernel's own answer to the parent moved off its child's CPUs. */
         assert_int_equal(io.write(io.userdata, "cpuset", g, "cpuset.cpus", first), -EBUSY);
@@ -247,7 +258,7 @@ static void test_v1_refusals(_unused_ void **state) {
 
                 snprintf(value, sizeof value, "%s,%d", last, CPUMASK_MAX - 1);
                 CgWrite bad[] = { W("cpuset", g, "cpuset.cpus", value) };
-                assert_int_equal(cg_write_batch(&io, o, bad, 1, false), -ERANGE);
+                assert_int_equal(apply_steps(&io, o, bad, 1, false), -ERANGE);
                 assert_ptr_equal(cg_batch_failure(bad, 1), &bad[0]);
                 assert_int_equal(cg_error_class(bad[0].error), CG_ERROR_PERMANENT);
                 assert_string_equal(get("cpuset", g, "cpuset.cpus"), last);
@@ -255,7 +266,7 @@ static void test_v1_refusals(_unused_ void **state) {
                 cg_write_done(&bad[0]);
 
                 CgWrite worse[] = { W("cpuset", g, "cpuset.cpus", all_cpus), W("cpu", g, "cpu.shares", "many") };
-                assert_int_equal(cg_write_batch(&io, o, worse, 2, false), -EINVAL);
+                assert_int_equal(apply_steps(&io, o, worse, 2, false), -EINVAL);
                 assert_ptr_equal(cg_batch_failure(worse, 2), &worse[1]);
                 assert_int_equal(cg_error_class(worse[1].error), CG_ERROR_PERMANENT);
                 assert_string_equal(get("cpuset", g, "cpuset.cpus"), last); /* rolled back */
@@ -267,17 +278,6 @@ static void test_v1_refusals(_unused_ void **state) {
         assert_int_equal(cg_restore(&io, o, &online, false), 0);
         assert_string_equal(get("cpuset", g, "cpuset.cpus"), all_cpus);
         assert_int_equal(o->n_entries, 0);
-}
-
-/* p for group, written in one batch. */
-static void place(Originals *o, Placement *p, const char *group) {
-        CgWrite *w = NULL;
-        size_t n = 0;
-
-        p->group = group;
-        assert_int_equal(placement_writes(&io, o, p, &w, &n, NULL), 0);
-        assert_int_equal(cg_write_batch(&io, o, w, n, false), 0);
-        cg_writes_free(w, n);
 }
 
 /*
@@ -316,7 +316,7 @@ static void test_v2_place_restore(_unused_ void **state) {
         }
         sh("echo %d > %s%s/cgroup.procs", (int) task, UNIFIED_MOUNT, c);
 
-        assert_int_equal(originals_load(statepath, &o), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
         assert_int_equal(cpumask_parse_list(last, &p.cpus), 0);
         place(o, &p, g);
         place(o, &p, c);

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <cmocka.h>
 
-#include "peltd/apply-cgroup.h"
+#include "peltd/apply-backend.h"
 #include "peltd/apply-systemd.h"
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
@@ -139,13 +139,15 @@ static void test_control_group(_unused_ void **state) {
 }
 
 /*
- * Through the CgroupIO that apply and restore use. Real systemd leaves cpuset.cpus as it was when
- * AllowedCPUs= is reset: the reset empties it (every CPU of the parent), as it was before.
+ * Through the systemd backend that apply and restore use. Real systemd leaves cpuset.cpus as it
+ * was when AllowedCPUs= is reset: the reset empties it (every CPU of the parent), as it was before.
  */
 static void test_io_reset_empties_cpuset(_unused_ void **state) {
         _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
         char dir[] = "/tmp/peltd-test-unified-XXXXXX", file[128], cmd[160];
         const char *cpus = "system.slice/web.service/cpuset.cpus";
+        const PlacedValue *pv = &placed_values[PLACED_CPUS];
+        const ApplyBackend *b = apply_backend(APPLY_SYSTEMD);
         CgroupAccess access;
         CgroupIO io;
 
@@ -157,18 +159,19 @@ static void test_io_reset_empties_cpuset(_unused_ void **state) {
         assert_int_equal(cgroup_fs_open_v2(dir, &fs), 0);
         access = (CgroupAccess){ .fs = fs, .bus = bus };
         io = cgroup_io_real(&access);
+        assert_string_equal(placed_place(pv, APPLY_SYSTEMD)->file, "AllowedCPUs");
 
         /* Setting it is systemd's to write: the file is left alone. */
-        assert_int_equal(io.write(io.userdata, "systemd", "web.service", "AllowedCPUs", "0"), 0);
+        assert_int_equal(b->write(&io, pv, APPLY_SYSTEMD, "web.service", "0"), 0);
         assert_string_equal(next_line(), "SetUnitProperties web.service AllowedCPUs=0");
         assert_string_equal(fx_read(dir, cpus), "1");
 
-        assert_int_equal(io.write(io.userdata, "systemd", "web.service", "AllowedCPUs", ""), 0);
+        assert_int_equal(b->restore(&io, pv, APPLY_SYSTEMD, "web.service", ""), 0);
         assert_string_equal(next_line(), "SetUnitProperties web.service AllowedCPUs=");
         assert_string_equal(fx_read(dir, cpus), "");
 
         /* A unit whose cgroup has no cpuset.cpus (no controller, not running): nothing to empty. */
-        assert_int_equal(io.write(io.userdata, "systemd", "batch.slice", "AllowedCPUs", ""), 0);
+        assert_int_equal(b->restore(&io, pv, APPLY_SYSTEMD, "batch.slice", ""), 0);
         assert_string_equal(next_line(), "SetUnitProperties batch.slice AllowedCPUs=");
 
         snprintf(cmd, sizeof cmd, "rm -rf %s", dir);

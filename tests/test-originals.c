@@ -22,20 +22,23 @@ static void test_record_reload_forget(_unused_ void **state) {
         const Original *e;
         struct stat st;
 
-        assert_int_equal(originals_load(path, &o), 0);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
         assert_int_equal(o->n_entries, 0);
 
-        assert_int_equal(originals_record(o, "cpuset", "/a", "cpuset.cpus", "0-1", "0"), 0);
-        assert_int_equal(originals_record(o, "cpu", "/a", "cpu.shares", "1024", "2048"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/a", "cpuset.cpus", "0-1", "0"), 0);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(originals_put(o, "cpu", "/a", "cpu.shares", "1024", "2048"), 0);
+        assert_int_equal(originals_commit(o), 0);
         /* A second write keeps the first original and takes the new value. */
-        assert_int_equal(originals_record(o, "cpuset", "/a", "cpuset.cpus", "0", "1"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/a", "cpuset.cpus", "0", "1"), 0);
+        assert_int_equal(originals_commit(o), 0);
         assert_int_equal(o->n_entries, 2);
 
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_mode & 0777, 0600);
 
         /* What a restarted daemon sees after a crash. */
-        assert_int_equal(originals_load(path, &again), 0);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
         assert_int_equal(again->n_entries, 2);
         e = originals_find(again, "cpuset", "/a", "cpuset.cpus");
         assert_non_null(e);
@@ -43,10 +46,13 @@ static void test_record_reload_forget(_unused_ void **state) {
         assert_string_equal(e->written, "1");
         assert_null(originals_find(again, "cpuset", "/b", "cpuset.cpus"));
 
-        assert_int_equal(originals_forget(o, "cpuset", "/a", "cpuset.cpus"), 0);
-        assert_int_equal(originals_forget(o, "cpuset", "/a", "cpuset.cpus"), 0);
+        assert_int_equal(originals_drop(o, "cpuset", "/a", "cpuset.cpus"), 0);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(originals_drop(o, "cpuset", "/a", "cpuset.cpus"), 0);
+        assert_int_equal(originals_commit(o), 0);
         assert_int_equal(o->n_entries, 1);
-        assert_int_equal(originals_forget(o, "cpu", "/a", "cpu.shares"), 0);
+        assert_int_equal(originals_drop(o, "cpu", "/a", "cpu.shares"), 0);
+        assert_int_equal(originals_commit(o), 0);
         /* Nothing left: the file is gone. */
         assert_int_equal(stat(path, &st), -1);
         assert_int_equal(errno, ENOENT);
@@ -55,13 +61,15 @@ static void test_record_reload_forget(_unused_ void **state) {
 static void test_values_with_odd_characters(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL, *again = NULL;
 
-        assert_int_equal(originals_load(path, &o), 0);
-        assert_int_equal(originals_record(o, "systemd", "my\\x22odd\\x22@1.service", "AllowedCPUs", "", "0-3\n"), 0);
-        assert_int_equal(originals_load(path, &again), 0);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
+        assert_int_equal(originals_put(o, "systemd", "my\\x22odd\\x22@1.service", "AllowedCPUs", "", "0-3\n"), 0);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
         assert_string_equal(again->entries[0].group, "my\\x22odd\\x22@1.service");
         assert_string_equal(again->entries[0].original, "");
         assert_string_equal(again->entries[0].written, "0-3\n");
-        assert_int_equal(originals_forget(o, "systemd", "my\\x22odd\\x22@1.service", "AllowedCPUs"), 0);
+        assert_int_equal(originals_drop(o, "systemd", "my\\x22odd\\x22@1.service", "AllowedCPUs"), 0);
+        assert_int_equal(originals_commit(o), 0);
 }
 
 static void test_bad_file(_unused_ void **state) {
@@ -76,7 +84,7 @@ static void test_bad_file(_unused_ void **state) {
 
                 fputs(bad[i], f);
                 fclose(f);
-                assert_int_equal(originals_load(path, &o), -EBADMSG);
+                assert_int_equal(originals_load_checked(path, &o, NULL), -EBADMSG);
                 assert_null(o);
         }
         unlink(path);
@@ -86,13 +94,14 @@ static void test_unwritable_records_nothing(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL;
 
         /* /proc refuses new files: the record fails and leaves nothing behind in memory. */
-        assert_int_equal(originals_load("/proc/peltd-test/originals", &o), 0);
-        assert_true(originals_record(o, "cpu", "/a", "cpu.shares", "1024", "2048") < 0);
+        assert_int_equal(originals_load_checked("/proc/peltd-test/originals", &o, NULL), 0);
+        assert_int_equal(originals_put(o, "cpu", "/a", "cpu.shares", "1024", "2048"), 0);
+        assert_true(originals_commit(o) < 0);
         assert_int_equal(o->n_entries, 0);
 }
 
 static void test_lock_is_exclusive(_unused_ void **state) {
-        int fd = originals_lock(path);
+        int fd = originals_lock_checked(path, NULL);
         pid_t pid;
         int status;
 
@@ -101,7 +110,7 @@ static void test_lock_is_exclusive(_unused_ void **state) {
         assert_true(pid >= 0);
         if (pid == 0) {
                 /* flock is per open file: a second process (or open) must be refused. */
-                int k = originals_lock(path);
+                int k = originals_lock_checked(path, NULL);
                 _exit(k == -EBUSY ? 0 : 1);
         }
         assert_int_equal(waitpid(pid, &status, 0), pid);
@@ -109,7 +118,7 @@ static void test_lock_is_exclusive(_unused_ void **state) {
         close(fd);
 
         /* Released with its fd. */
-        fd = originals_lock(path);
+        fd = originals_lock_checked(path, NULL);
         assert_true(fd >= 0);
         close(fd);
 }
@@ -165,7 +174,7 @@ static void test_forged_entries_refused(_unused_ void **state) {
                  "{\"hierarchy\": \"systemd\", \"group\": \"dev-vdb.swap\", \"file\": \"AllowedCPUs\", \"original\": \"\", \"written\": \"1\"}]}");
         write_state(text, 0600);
 
-        assert_int_equal(originals_load(path, &o), 0);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
         /* Only the valid entries are kept; every forged one is described for the log. */
         assert_int_equal(o->n_entries, 5);
         assert_string_equal(o->entries[0].group, "/.hidden/b");
@@ -247,8 +256,9 @@ static void test_tmp_symlink_left_alone(_unused_ void **state) {
         unlink(path);
         assert_int_equal(symlink(target, tmp), 0);
 
-        assert_int_equal(originals_load(path, &o), 0);
-        assert_int_equal(originals_record(o, "cpu", "/a", "cpu.shares", "1024", "2048"), 0);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
+        assert_int_equal(originals_put(o, "cpu", "/a", "cpu.shares", "1024", "2048"), 0);
+        assert_int_equal(originals_commit(o), 0);
         f = fopen(target, "re");
         assert_non_null(f);
         assert_non_null(fgets(buf, sizeof buf, f));
@@ -257,7 +267,8 @@ static void test_tmp_symlink_left_alone(_unused_ void **state) {
         /* The state file is a regular file of its own, not the link. */
         assert_int_equal(lstat(path, &st), 0);
         assert_true(S_ISREG(st.st_mode));
-        assert_int_equal(originals_forget(o, "cpu", "/a", "cpu.shares"), 0);
+        assert_int_equal(originals_drop(o, "cpu", "/a", "cpu.shares"), 0);
+        assert_int_equal(originals_commit(o), 0);
         unlink(target);
 }
 
@@ -290,7 +301,7 @@ static void test_staged_changes_saved_once(_unused_ void **state) {
         char group[32];
 
         unlink(path);
-        assert_int_equal(originals_load(path, &o), 0);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
         for (int i = 0; i < 500; i++) {
                 snprintf(group, sizeof group, "/g%d", i);
                 assert_int_equal(originals_put(o, "cpuset", group, "cpuset.cpus", "0-3", "0"), 0);
@@ -303,7 +314,7 @@ static void test_staged_changes_saved_once(_unused_ void **state) {
         assert_int_equal(originals_commit(o), 0);
         assert_int_equal(o->n_saves, saves + 1);
         assert_false(originals_dirty(o));
-        assert_int_equal(originals_load(path, &again), 0);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
         assert_int_equal(again->n_entries, 1000);
         assert_string_equal(originals_find(again, "cpu", "/g499", "cpu.shares")->written, "2048");
         originals_free(TAKE_PTR(again));
@@ -321,7 +332,7 @@ static void test_staged_changes_saved_once(_unused_ void **state) {
         assert_int_equal(originals_set_original(o, "cpu", "/g7", "cpu.shares", "1"), -ENOENT);
         assert_int_equal(originals_commit(o), 0);
         assert_int_equal(o->n_saves, saves + 2);
-        assert_int_equal(originals_load(path, &again), 0);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
         assert_int_equal(again->n_entries, 999);
         assert_string_equal(originals_find(again, "cpuset", "/g7", "cpuset.cpus")->original, "1-2");
         assert_string_equal(originals_find(again, "cpuset", "/g7", "cpuset.cpus")->written, "1");
@@ -341,7 +352,7 @@ static void test_failed_commit_rolls_back(_unused_ void **state) {
         char *saved_path;
 
         unlink(path);
-        assert_int_equal(originals_load(path, &o), 0);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
         assert_int_equal(originals_put(o, "cpuset", "/a", "cpuset.cpus", "0-3", "0"), 0);
         assert_int_equal(originals_put(o, "cpuset", "/b", "cpuset.cpus", "0-3", "1"), 0);
         assert_int_equal(originals_put(o, "cpu", "/b", "cpu.shares", "1024", "512"), 0);
@@ -367,14 +378,18 @@ static void test_failed_commit_rolls_back(_unused_ void **state) {
         assert_string_equal(originals_find(o, "cpu", "/b", "cpu.shares")->written, "512");
         assert_null(originals_find(o, "cpuset", "/c", "cpuset.cpus"));
         assert_null(originals_find(o, "cpuset", "/d", "cpuset.cpus"));
-        /* A failed originals_record() leaves nothing behind either. */
-        assert_true(originals_record(o, "cpuset", "/e", "cpuset.cpus", "0-3", "1") < 0);
+        /* A record that cannot be saved leaves nothing behind either. */
+        assert_int_equal(originals_put(o, "cpuset", "/e", "cpuset.cpus", "0-3", "1"), 0);
+        assert_true(originals_commit(o) < 0);
         assert_null(originals_find(o, "cpuset", "/e", "cpuset.cpus"));
         free(o->path);
         o->path = saved_path;
-        assert_int_equal(originals_forget(o, "cpuset", "/a", "cpuset.cpus"), 0);
-        assert_int_equal(originals_forget(o, "cpuset", "/b", "cpuset.cpus"), 0);
-        assert_int_equal(originals_forget(o, "cpu", "/b", "cpu.shares"), 0);
+        assert_int_equal(originals_drop(o, "cpuset", "/a", "cpuset.cpus"), 0);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(originals_drop(o, "cpuset", "/b", "cpuset.cpus"), 0);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(originals_drop(o, "cpu", "/b", "cpu.shares"), 0);
+        assert_int_equal(originals_commit(o), 0);
 }
 
 /* The index against a plain search, through thousands of adds and drops in a shuffled order. */

@@ -32,7 +32,7 @@ nm --defined-only "$peltctl" | awk '{ print $NF }' | sort -u > "$tmp/peltctl"
 
 # The check sees symbols at all: the daemon's modules define what is known, peltctl the helpers.
 for want in "manager.c.o manager_new" "policy.c.o policy_plan" "track.c.o track_thread_update" \
-        "sample-proc.c.o proc_parse_schedstat" "apply-cgroup.c.o cg_restore" "manager-bus.c.o manager_bus_start"; do
+        "sample-proc.c.o proc_parse_schedstat" "apply-cgroup.c.o placement_writes" "manager-bus.c.o manager_bus_start"; do
         grep -qxF "$want" "$tmp/daemon" || fail "the stage archives do not define ${want#* } in ${want% *}: is this the right archive?"
 done
 for want in main utf8_escape cpumask_format dropin_set_policy topology_json_to_text text_sanitize; do

@@ -204,6 +204,38 @@ int systemd_unit_set_cpu(sd_bus *bus, const char *unit, const CpuMask *allowed, 
         return 0;
 }
 
+int systemd_unit_get_property(sd_bus *bus, const char *unit, const char *property, char **ret) {
+        SystemdUnitCpu v;
+        int r;
+
+        r = systemd_unit_get_cpu(bus, unit, &v);
+        if (r < 0)
+                return r;
+        if (streq(property, "AllowedCPUs"))
+                *ret = systemd_allowed_to_string(&v.allowed);
+        else if (streq(property, "CPUWeight"))
+                *ret = systemd_weight_to_string(v.weight);
+        else
+                return -EINVAL;
+        return *ret ? 0 : -ENOMEM;
+}
+
+int systemd_unit_set_property(sd_bus *bus, const char *unit, const char *property, const char *value) {
+        CpuMask m;
+        uint64_t w;
+        int r;
+
+        if (streq(property, "AllowedCPUs")) {
+                r = systemd_allowed_from_string(value, &m);
+                return r < 0 ? r : systemd_unit_set_cpu(bus, unit, &m, false, 0);
+        }
+        if (streq(property, "CPUWeight")) {
+                r = systemd_weight_from_string(value, &w);
+                return r < 0 ? r : systemd_unit_set_cpu(bus, unit, NULL, true, w);
+        }
+        return -EINVAL;
+}
+
 char *systemd_allowed_to_string(const CpuMask *allowed) {
         return cpumask_to_list(allowed);
 }

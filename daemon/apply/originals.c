@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "peltd/alloc-util.h"
+#include "peltd/apply-values.h"
 #include "peltd/cgroup-path.h"
 #include "peltd/fs-util.h"
 #include "peltd/originals.h"
@@ -120,10 +121,6 @@ int originals_lock_checked(const char *path, const char **ret_reason) {
         return TAKE_FD(fd);
 }
 
-int originals_lock(const char *path) {
-        return originals_lock_checked(path, NULL);
-}
-
 static int dup_field(json_object *e, const char *key, char **ret) {
         json_object *v;
 
@@ -155,28 +152,18 @@ static bool valid_unit_name(const char *u) {
 }
 
 const char *original_check(const Original *e) {
-        /* The files peltd places, per hierarchy (DESIGN.md, "cgroups"); nothing else is ever written. */
-        static const char *const cpuset_files[] = { "cpuset.cpus", NULL };
-        static const char *const cpu_files[] = { "cpu.shares", NULL };
-        static const char *const unified_files[] = { "cpuset.cpus", "cpu.weight", "cgroup.subtree_control", NULL };
-        static const char *const unit_properties[] = { "AllowedCPUs", "CPUWeight", NULL };
         _cleanup_free_ char *norm = NULL;
-        const char *const *files;
+        ApplyTarget t;
 
-        if (streq(e->hierarchy, "systemd")) {
+        /* The files peltd places: the places of the table's values (apply-values.h); nothing else is ever written. */
+        if (placed_target_of(e->hierarchy, &t) < 0)
+                return "not a hierarchy peltd writes";
+        if (t == APPLY_SYSTEMD) {
                 if (!valid_unit_name(e->group))
                         return "not a systemd unit name";
-                return is_one_of(e->file, unit_properties) ? NULL : "not a property peltd sets";
+                return placed_value_at(e->hierarchy, e->file, NULL) ? NULL : "not a property peltd sets";
         }
-        if (streq(e->hierarchy, "cpuset"))
-                files = cpuset_files;
-        else if (streq(e->hierarchy, "cpu"))
-                files = cpu_files;
-        else if (streq(e->hierarchy, "unified"))
-                files = unified_files;
-        else
-                return "not a hierarchy peltd writes";
-        if (!is_one_of(e->file, files))
+        if (!placed_value_at(e->hierarchy, e->file, NULL))
                 return "not a file peltd places";
         /* Normalised already: absolute, no ".", "..", empty or control-character component. */
         if (cgroup_path_normalize(e->group, &norm) < 0 || !streq(norm, e->group))
@@ -309,10 +296,6 @@ int originals_load_checked(const char *path, Originals **ret, const char **ret_r
         return originals_parse(path, text, n, ret);
 }
 
-int originals_load(const char *path, Originals **ret) {
-        return originals_load_checked(path, ret, NULL);
-}
-
 /* FNV-1a over hierarchy, group and file, each with its NUL. */
 static uint32_t key_hash(const char *hierarchy, const char *group, const char *file) {
         uint32_t h = 2166136261u;
@@ -406,7 +389,8 @@ static json_object *to_json(const Originals *o) {
         return root;
 }
 
-int originals_save(Originals *o) {
+/* Writes the set to disk (atomically); with no entries, removes the file. Uncommitted changes count as saved. */
+static int originals_save(Originals *o) {
         _cleanup_free_ char *text = NULL;
         const char *json;
         json_object *root;
@@ -635,17 +619,4 @@ int originals_commit(Originals *o) {
         if (r < 0)
                 rollback(o);
         return r;
-}
-
-int originals_record(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
-                     const char *written) {
-        int r = originals_put(o, hierarchy, group, file, original, written);
-
-        return r < 0 ? r : originals_commit(o);
-}
-
-int originals_forget(Originals *o, const char *hierarchy, const char *group, const char *file) {
-        int r = originals_drop(o, hierarchy, group, file);
-
-        return r < 0 ? r : originals_commit(o);
 }

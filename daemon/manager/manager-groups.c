@@ -163,7 +163,7 @@ static int read_placed(Manager *m, const ManagedGroup *g, const PlacedFile *f, c
                 *ret = cpumask_to_list(&g->cpus);
                 return *ret ? 0 : -ENOMEM;
         }
-        return m->io.read(m->io.userdata, f->hierarchy, f->group, f->file, ret);
+        return apply_backend_read_at(&m->io, f->hierarchy, f->group, f->file, ret);
 }
 
 /*

@@ -10,13 +10,14 @@
  *   systemd-backend set UNIT [AllowedCPUs=LIST] [CPUWeight=N]
  *                                            one SetUnitProperties call; an empty value resets
  *   systemd-backend write UNIT PROPERTY VALUE
- *                                            as apply and restore write it: the "systemd" CgroupIO
+ *                                            as apply writes it (through the systemd backend), or
+ *                                            an empty value as a restore puts it back
  *
  * Exit 0 on success, 1 when a call fails (the error is printed), 2 on bad usage.
  */
 #include <systemd/sd-bus.h>
 
-#include "peltd/apply-cgroup.h"
+#include "peltd/apply-backend.h"
 #include "peltd/apply-systemd.h"
 #include "peltd/cgroup-util.h"
 #include "peltd/macro.h"
@@ -74,7 +75,9 @@ int main(int argc, char **argv) {
                 printf("%s\n", cg);
         } else if (streq(argv[1], "write")) {
                 _cleanup_cgroup_fs_ CgroupFs *fs = NULL;
+                const PlacedValue *pv;
                 CgroupAccess access;
+                ApplyTarget t;
                 CgroupIO io;
 
                 if (argc != 5)
@@ -82,11 +85,15 @@ int main(int argc, char **argv) {
                 r = cgroup_fs_open_system(&fs);
                 if (r < 0)
                         return fail("finding the cgroup hierarchies", r);
+                pv = placed_value_at("systemd", argv[3], &t);
+                if (!pv)
+                        return fprintf(stderr, "systemd-backend: not a property peltd sets: \"%s\"\n", argv[3]), 2;
                 access = (CgroupAccess){ .fs = fs, .bus = bus };
                 io = cgroup_io_real(&access);
-                r = io.write(io.userdata, "systemd", argv[2], argv[3], argv[4]);
+                /* A value as apply writes it; "" as a restore puts it back (a reset). */
+                r = (isempty(argv[4]) ? apply_backend(t)->restore : apply_backend(t)->write)(&io, pv, t, argv[2], argv[4]);
                 if (r < 0)
-                        return fail("writing through the systemd CgroupIO", r);
+                        return fail("writing through the systemd backend", r);
         } else if (streq(argv[1], "set")) {
                 CpuMask allowed;
                 bool set_allowed = false, set_weight = false;

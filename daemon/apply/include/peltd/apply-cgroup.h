@@ -4,16 +4,23 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "peltd/apply-backend.h"
+#include "peltd/apply-order.h"
+#include "peltd/apply-restore.h"
+#include "peltd/apply-retry.h"
+#include "peltd/apply-values.h"
+#include "peltd/cgroup-io.h"
 #include "peltd/cpumask.h"
 #include "peltd/originals.h"
 
 /*
- * Applying placements to cgroup files, safely.
+ * Applying placements to cgroup files, safely: the entry points the daemon places a group through
+ * (this header brings the rest of apply with it: the writes and their order, the retry state, the
+ * restore).
  *
- * Everything goes through a CgroupIO: the daemon's is the real cgroupfs (through RootDirs, so that
- * integration tests can use a private subtree), unit tests use a simulation with the kernel's v1
- * cpuset rules. A batch of writes for one group (its cpuset, its descendants' cpusets, its shares)
- * is applied so that:
+ * Every value (a row of apply-values.h) is read and written through the backend of its target
+ * (apply-backend.h), over a CgroupIO (cgroup-io.h). A batch of writes for one group (its cpuset,
+ * its descendants' cpusets, its shares) is applied so that:
  *
  *   - only values that differ are written, each read back first;
  *   - the original of every file is recorded in the state file before its first write, and the
@@ -25,58 +32,22 @@
  *     cpuset and shares change together or not at all.
  */
 
-typedef struct CgroupIO {
-        /* Reads a file of a group (value with trailing whitespace stripped). */
-        int (*read)(void *userdata, const char *hierarchy, const char *group, const char *file, char **ret);
-        int (*write)(void *userdata, const char *hierarchy, const char *group, const char *file, const char *value);
-        /* The full paths of a group's child groups, NULL-terminated. */
-        int (*children)(void *userdata, const char *hierarchy, const char *group, char ***ret);
-        void *userdata;
-} CgroupIO;
-
-typedef struct CgWrite {
-        const char *hierarchy;       /* "cpuset", "cpu", "unified" */
-        char *group;                 /* "/a/b" */
-        const char *file;            /* "cpuset.cpus", "cpu.shares", "cpu.weight", "cgroup.subtree_control" */
-        char *value;                 /* what to write */
-        /* Filled in by cg_write_batch(): */
-        char *old;                   /* what the file held before */
-        bool changed;                /* written (or, dry run, would be) */
-        int error;                   /* the final error of this write, 0 */
-        bool unrecorded;             /* error: its original could not be recorded, so it was not written */
-} CgWrite;
-
-void cg_write_done(CgWrite *w);
-
-/* Whether a file holds CPU lists (cpuset.cpus): those are compared as sets and never written empty. */
-bool cg_file_is_cpulist(const char *file);
-
 /*
- * Whether a file holding `cur` still holds peltd's last value `written`: the same value (CPU
- * lists as sets, controllers as listed), or for a cpuset that value less the CPUs not in `online`
- * (v1 drops offline CPUs from every cpuset) — an empty set only where empty_ok.
+ * A round places its groups in three steps, so that the records of all its batches are saved with
+ * one write of the state file before any of them is written (manager-apply.c): cg_batch_read()
+ * for each batch, then cg_batch_record() for each and one originals_commit() (on failure
+ * originals_rollback() and cg_batch_unrecorded(): nothing is written), then cg_batch_write() for
+ * each, and one more commit for what a rollback changed. A dry run stops after the reads: `changed`
+ * says what would be written. Nothing is logged above debug: the write that failed is the first
+ * with `error` set (cg_batch_failure()), `unrecorded` when the state file could not take its
+ * original.
  */
-bool cg_holds_written(const char *file, const char *cur, const char *written, const CpuMask *online, bool empty_ok);
-
-/*
- * Applies the batch as described above: cg_batch_read(), then (not in dry-run mode)
- * cg_batch_record() and one originals_commit(), then cg_batch_write(). In dry-run mode everything
- * is read and compared, nothing is written or recorded, and `changed` says what would have been
- * written. Returns 0 when every write took (or was not needed), -ENOENT when the group vanished
- * (nothing left half-changed where the kernel allowed a rollback), -EOPNOTSUPP when the group is
- * there but a file to write is not, else the first hard error (after rolling back). Nothing is
- * logged above debug: the write that failed is the first with `error` set (cg_batch_failure()),
- * `unrecorded` when the state file could not take its original.
- *
- * The daemon uses the three steps itself, so that the records of all the batches of a round are
- * saved with one write of the state file before any of them is written.
- */
-int cg_write_batch(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n, bool dry_run);
 
 /*
  * Reads every file of the batch (into `old`) and marks the writes that differ (`changed`); writes
- * and records nothing. Returns 0 or an error of cg_write_batch() (-EINVAL for an empty cpuset,
- * -ENOENT, -EOPNOTSUPP, a read error), with `error` set on the write it stopped at.
+ * and records nothing. Returns 0, -EINVAL for an empty cpuset, -ENOENT when the group vanished,
+ * -EOPNOTSUPP when the group is there but a file to write is not, or a read error, with `error`
+ * set on the write it stopped at.
  */
 int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n);
 
@@ -95,107 +66,26 @@ void cg_batch_unrecorded(CgWrite *w, size_t n, int err);
  * Writes what cg_batch_read() found different, whose records are saved already, in an order the
  * kernel accepts; all or nothing (a failure is rolled back, its records brought in line with what
  * the files hold, in memory: commit them). A file put back to its recorded original has its record
- * dropped, in memory. Returns 0 or the first hard error, as cg_write_batch().
+ * dropped, in memory. Returns 0 when every write took, else the first hard error (after the
+ * rollback, which leaves nothing half-changed where the kernel allows it; -ENOENT when the group
+ * vanished).
  */
 int cg_batch_write(const CgroupIO *io, Originals *originals, CgWrite *w, size_t n);
 
 /* The write of a failed batch that decided its result (the first with an error), or NULL. */
 const CgWrite *cg_batch_failure(const CgWrite *w, size_t n);
 
-/* What a failed write means for the next rounds (cg_error_class()). */
-typedef enum CgErrorClass {
-        CG_ERROR_TRANSIENT,          /* may work on its own: retried, with a growing wait */
-        CG_ERROR_PERMANENT,          /* the kernel refuses this value: not retried until something changes */
-        CG_ERROR_GONE,               /* the group went away: nothing to say, the group walk drops it */
-} CgErrorClass;
-
-CgErrorClass cg_error_class(int err);
-
 /*
- * A group's retry state: what was refused (the key: the planned value and what it depends on), how,
- * and when to try again. Rounds are counted by cg_retry_due(); a transient failure waits 1, 2, 4 ...
- * rounds (at most CG_RETRY_MAX_ROUNDS), a permanent one waits until the key changes.
- */
-#define CG_RETRY_MAX_ROUNDS 64u
-
-typedef struct CgRetry {
-        int error;                   /* the failure of this episode, 0: none */
-        CgErrorClass class;
-        char *key;
-        unsigned wait;               /* rounds of the current wait */
-        unsigned skip;               /* rounds left before the next try */
-        unsigned failures;           /* failed tries in this episode */
-} CgRetry;
-
-void cg_retry_done(CgRetry *s);
-
-/* Whether to try placing key this round (a new key ends the episode: something changed). */
-bool cg_retry_due(CgRetry *s, const char *key);
-
-/*
- * Notes a failed try of key with err, of class c (cg_error_class(err) for a cgroup write). Returns
- * true when this starts an episode (or changes its error), which is what the caller logs; repeats
- * of the same failure return false.
- */
-bool cg_retry_failed(CgRetry *s, const char *key, int err, CgErrorClass c);
-
-/* Notes a try that worked; returns the failures of the episode it ends (0: there was none). */
-unsigned cg_retry_succeeded(CgRetry *s);
-
-/*
- * Puts back what the state file recorded, in an order the kernel accepts. A file is restored only
- * when it still holds peltd's last value, or that value less CPUs that are now offline (v1 drops
- * offline CPUs from every cpuset); anything else was changed by someone else and is left alone
- * (logged), and one back at its original already (a restore cut short) is done. Entries
- * restored, or no longer restorable (the group is gone), are forgotten, and the state file is
- * saved once, after the writes (removed when none is left). `online` is the set of online CPUs.
- * Returns 0 when everything that could be restored was, else the number of entries left (> 0),
- * or -errno when the state file could not be updated.
- */
-int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run);
-
-/* Where and how a group's placement is written. */
-typedef enum ApplyTarget {
-        APPLY_V1,                    /* cpuset.cpus in "cpuset", cpu.shares in "cpu" */
-        APPLY_V2,                    /* cpuset.cpus and cpu.weight in "unified", controllers enabled in the parents */
-        APPLY_SYSTEMD,               /* AllowedCPUs= and CPUWeight= of the unit owning the group */
-} ApplyTarget;
-
-typedef struct Placement {
-        const char *group;
-        CpuMask cpus;
-        uint64_t shares;             /* cpu.shares to set (v2/systemd: converted to a weight); 0: leave alone */
-        ApplyTarget target;
-        const char *unit;            /* APPLY_SYSTEMD: the unit */
-} Placement;
-
-/*
- * The writes that put a group on its CPUs with its shares: the group's own cpuset, and those of
- * its descendants that have their own (narrowed with it: each keeps the part of its original set
- * inside the group's new one), the shares or weight, and on v2 the "+cpuset"/"+cpu" the parents'
- * subtree_control needs. Free with cg_writes_free(). A v1 descendant none of whose own CPUs the
- * new set keeps makes it -EBUSY with *ret_child set to the descendant's path (free it); on v2 such
- * a descendant takes the group's set.
+ * The writes that place a group (Placement, apply-values.h): each value of the table the placement
+ * sets, in table order, on the group (its cpuset, its shares or weight); after a value whose
+ * place narrows descendants, those of them that have their own (each keeps the part of its
+ * original set inside the group's new one); and first, on v2, the "+cpuset"/"+cpu" the parents'
+ * subtree_control needs for those values. Free with cg_writes_free(). A v1 descendant none of
+ * whose own CPUs the new set keeps makes it -EBUSY with *ret_child set to the descendant's path
+ * (free it); on v2 such a descendant takes the group's set.
  */
 int placement_writes(const CgroupIO *io, const Originals *originals, const Placement *p, CgWrite **ret, size_t *ret_n,
                      char **ret_child);
 
 /* Whether any write of the batch was made (or, dry run, would be). */
 bool cg_batch_changed(const CgWrite *w, size_t n);
-void cg_writes_free(CgWrite *w, size_t n);
-
-/*
- * The real cgroupfs as a CgroupIO: "cpuset", "cpu", "cpuacct" and "unified" name fs's hierarchies
- * (a hierarchy that is not mounted reads as missing); "systemd" names unit properties set through
- * bus (group = the unit, file = "AllowedCPUs" or "CPUWeight"; bus may be NULL where unused).
- * Writing "" to AllowedCPUs resets it and empties the unit's cpuset.cpus, which systemd leaves
- * as it was (apply-systemd.h).
- */
-typedef struct CgroupFs CgroupFs;
-
-typedef struct CgroupAccess {
-        const CgroupFs *fs;
-        struct sd_bus *bus;
-} CgroupAccess;
-
-CgroupIO cgroup_io_real(CgroupAccess *access);

@@ -44,10 +44,17 @@ int systemd_unit_control_group(sd_bus *bus, const char *unit, char **ret);
  * set_weight; SYSTEMD_CPU_WEIGHT_UNSET resets it), at runtime only, in one call.
  *
  * Only the properties: systemd (252) stops writing cpuset.cpus once AllowedCPUs= is reset and
- * leaves the unit's cgroup on the CPUs it had. cgroup_io_real()'s "systemd" writes empty the file
- * after such a reset (apply-cgroup.h).
+ * leaves the unit's cgroup on the CPUs it had. The systemd backend's restore empties the file
+ * after such a reset (apply-backend.h).
  */
 int systemd_unit_set_cpu(sd_bus *bus, const char *unit, const CpuMask *allowed, bool set_weight, uint64_t weight);
+
+/*
+ * A property peltd places (AllowedCPUs, CPUWeight) as the state file keeps it, read or set (one
+ * SetUnitProperties call, at runtime): text, as below. -EINVAL for another property.
+ */
+int systemd_unit_get_property(sd_bus *bus, const char *unit, const char *property, char **ret);
+int systemd_unit_set_property(sd_bus *bus, const char *unit, const char *property, const char *value);
 
 /* The values as the state file keeps them: a CPU list ("" = not set) and a number ("" = not set). */
 char *systemd_allowed_to_string(const CpuMask *allowed);

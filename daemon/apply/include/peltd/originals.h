@@ -14,7 +14,8 @@
  * it (STATE.lock) is held for the daemon's lifetime and by --restore, so two of them never race.
  *
  * The format is JSON: {"version": 1, "entries": [{"hierarchy", "group", "file", "original",
- * "written"}]}. "hierarchy" names where the group lives ("cpuset", "cpu" on v1, "unified" on v2,
+ * "written"}]}. "hierarchy" and "file" name a place of a value of the table of what peltd writes
+ * (apply-values.h): "hierarchy" is where the group lives ("cpuset", "cpu" on v1, "unified" on v2,
  * "systemd" for unit properties, where "group" is the unit and "file" the property).
  */
 
@@ -46,30 +47,27 @@ typedef struct Originals {
 } Originals;
 
 /*
- * NULL when the entry names a file peltd places: "cpuset.cpus" (cpuset), "cpu.shares" (cpu),
- * "cpuset.cpus", "cpu.weight" or "cgroup.subtree_control" (unified) of a normalized group path
- * (no ".", "..", empty or control-character component), or AllowedCPUs / CPUWeight of a systemd
- * unit (NAME.service|slice|scope); else why not.
+ * NULL when the entry names a file peltd places (a place of the table, apply-values.h):
+ * "cpuset.cpus" (cpuset), "cpu.shares" (cpu), "cpuset.cpus", "cpu.weight" or
+ * "cgroup.subtree_control" (unified) of a normalized group path (no ".", "..", empty or
+ * control-character component), or AllowedCPUs / CPUWeight of a systemd unit
+ * (NAME.service|slice|scope); else why not.
  */
 const char *original_check(const Original *e);
 
 /*
  * Takes the lock beside path (creating its directory, 0755, and the lock file, 0600). Returns the
- * locked fd, -EBUSY when another process holds it, or -errno.
- */
-int originals_lock(const char *path);
-/*
- * The same; the directory and the lock must be root's (or peltd's own user's) and writable by
- * nobody else, and the lock is never opened through a link: -EPERM or -ELOOP, with *ret_reason.
+ * locked fd, -EBUSY when another process holds it, or -errno. The directory and the lock must be
+ * root's (or peltd's own user's) and writable by nobody else, and the lock is never opened through
+ * a link: -EPERM or -ELOOP, with *ret_reason (ret_reason may be NULL).
  */
 int originals_lock_checked(const char *path, const char **ret_reason);
 
-/* Loads path; a missing file is an empty set. -EBADMSG when the file does not parse. */
-int originals_load(const char *path, Originals **ret);
 /*
- * The same, with the reason of a refusal: the state file and its directory must pass
- * fd_check_trusted() (a regular file, root's, not writable by group or others, at most 16 MiB),
- * and the file is never opened through a link (-ELOOP) or blocking. Entries that break
+ * Loads path; a missing file is an empty set. -EBADMSG when the file does not parse. The state
+ * file and its directory must pass fd_check_trusted() (a regular file, root's, not writable by
+ * group or others, at most 16 MiB), and the file is never opened through a link (-ELOOP) or
+ * blocking: else -EPERM or -ELOOP with *ret_reason (ret_reason may be NULL). Entries that break
  * original_check() are left out and described in refused.
  */
 int originals_load_checked(const char *path, Originals **ret, const char **ret_reason);
@@ -106,17 +104,3 @@ int originals_commit(Originals *o);
 
 /* Takes back every change since the last save, in memory. */
 void originals_rollback(Originals *o);
-
-/*
- * originals_put() and originals_commit(): one record, saved at once (the file is not saved again
- * when the entry holds that value already). On failure nothing is recorded (in memory or on disk;
- * other uncommitted changes are taken back too) and the caller must not write.
- */
-int originals_record(Originals *o, const char *hierarchy, const char *group, const char *file, const char *original,
-                     const char *written);
-
-/* originals_drop() and originals_commit(). */
-int originals_forget(Originals *o, const char *hierarchy, const char *group, const char *file);
-
-/* Writes the set to disk (atomically); with no entries, removes the file. Uncommitted changes count as saved. */
-int originals_save(Originals *o);
