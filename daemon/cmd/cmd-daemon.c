@@ -3,6 +3,7 @@
 #include <systemd/sd-bus.h>
 
 #include "peltd/apply-cgroup.h"
+#include "peltd/apply-values.h"
 #include "peltd/cgroup-util.h"
 #include "peltd/commands.h"
 #include "peltd/config-file.h"
@@ -66,13 +67,16 @@ int cmd_restore(const Args *args) {
         }
         access = (CgroupAccess){ .fs = fs };
         /* One try, for the first systemd entry: the others would only fail (and say so) again. */
-        for (size_t i = 0; i < o->n_entries; i++)
-                if (streq(o->entries[i].hierarchy, "systemd")) {
+        for (size_t i = 0; i < o->n_entries; i++) {
+                ApplyTarget target;
+
+                if (placed_target_of(o->entries[i].hierarchy, &target) >= 0 && target == APPLY_SYSTEMD) {
                         r = sd_bus_open_system(&access.bus);
                         if (r < 0)
                                 log_warning_errno(r, "Failed to connect to the system bus for systemd units: %m");
                         break;
                 }
+        }
         io = cgroup_io_real(&access);
         r = cg_restore(&io, o, &t->online, false);
         sd_bus_flush_close_unref(access.bus);

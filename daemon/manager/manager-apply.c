@@ -5,6 +5,7 @@
  */
 #include <inttypes.h>
 
+#include "peltd/apply-values.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
 
@@ -13,19 +14,18 @@
 /* ---- Restoring -------------------------------------------------------------------------------- */
 
 uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g) {
-        const char *file = m->fs->mode == CGROUP_MODE_V2 ? "cpu.weight" : "cpu.shares";
         uint64_t shares = 0;
 
         for (size_t i = 0; i < m->originals->n_entries; i++) {
                 const Original *e = &m->originals->entries[i];
+                ApplyTarget t;
                 uint64_t v;
 
-                if (!streq(e->group, g->path) || safe_atou64(e->original, &v) < 0)
+                if (!streq(e->group, g->path) || safe_atou64(e->original, &v) < 0 ||
+                    placed_value_at(e->hierarchy, e->file, &t) != &placed_values[PLACED_SHARES])
                         continue;
-                if (streq(e->file, file))
-                        shares = m->fs->mode == CGROUP_MODE_V2 ? cgroup_weight_to_shares(v) : v;
-                else if (streq(e->file, "CPUWeight"))
-                        shares = cgroup_weight_to_shares(v);
+                /* v1 keeps cpu.shares; v2's cpu.weight and systemd's CPUWeight= are weights. */
+                shares = t == APPLY_V1 ? v : cgroup_weight_to_shares(v);
         }
         return shares;
 }
@@ -138,7 +138,7 @@ static void note_placed(Manager *m, ManagedGroup *g, const CgWrite *w, size_t n)
                 bool known = false;
 
                 /* A parent's subtree_control is not the group's: its siblings need it as much. */
-                if (!w[i].changed || streq(w[i].file, "cgroup.subtree_control") ||
+                if (!w[i].changed || placed_value_at(w[i].hierarchy, w[i].file, NULL) == &placed_values[PLACED_CONTROLLERS] ||
                     !originals_find(m->originals, w[i].hierarchy, w[i].group, w[i].file))
                         continue;
                 for (size_t j = 0; j < g->n_placed && !known; j++)

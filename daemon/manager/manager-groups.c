@@ -9,6 +9,7 @@
 #include <systemd/sd-bus.h>
 
 #include "peltd/apply-systemd.h"
+#include "peltd/apply-values.h"
 #include "peltd/log.h"
 
 #include "manager-internal.h"
@@ -159,7 +160,10 @@ static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
 
 /* What a placed file holds now; a v1 group's own cpuset was read just before, into g->cpus. */
 static int read_placed(Manager *m, const ManagedGroup *g, const PlacedFile *f, char **ret) {
-        if (streq(f->hierarchy, "cpuset") && streq(f->file, "cpuset.cpus") && streq(f->group, g->path)) {
+        ApplyTarget t;
+
+        if (placed_value_at(f->hierarchy, f->file, &t) == &placed_values[PLACED_CPUS] && t == APPLY_V1 &&
+            streq(f->group, g->path)) {
                 *ret = cpumask_to_list(&g->cpus);
                 return *ret ? 0 : -ENOMEM;
         }
