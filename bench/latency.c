@@ -25,6 +25,9 @@
  *
  * Exit 0 after a complete run, 2 on setup errors. Needs root.
  */
+#include <dirent.h>
+#include <sched.h>
+
 #include "run-util.h"
 
 #define N_POLICIES 4
@@ -166,6 +169,66 @@ static pid_t start_cyclictest(const char *out) {
         return pid;
 }
 
+/* The CPUs of a list such as "0-3,8". */
+static void cpulist_set(const char *s, cpu_set_t *set) {
+        CPU_ZERO(set);
+        while (*s) {
+                char *end;
+                unsigned long a = strtoul(s, &end, 10), b = a;
+
+                if (end == s)
+                        return;
+                if (*end == '-')
+                        b = strtoul(end + 1, &end, 10);
+                for (unsigned long c = a; c <= b && c < CPU_SETSIZE; c++)
+                        CPU_SET(c, set);
+                s = *end == ',' ? end + 1 : end;
+        }
+}
+
+/*
+ * cyclictest pins its measurement thread to one CPU (CPU 0 here, with or without -a): a service's
+ * threads do not, and peltd leaves a group whose threads pin themselves narrower than its cpuset
+ * alone. For its first second, each thread of pid but the main one whose CPUs are not those of
+ * lat's cpuset gets every online CPU back (the cpuset still bounds it). Dies where the measurement
+ * thread never shows.
+ */
+static void unpin(pid_t pid) {
+        uint64_t end = bench_now_ns() + 1000000000ULL;
+        cpu_set_t online;
+        bool seen = false;
+        char path[64];
+
+        cpulist_set(all_cpus, &online);
+        snprintf(path, sizeof path, "/proc/%d/task", (int) pid);
+        while (bench_now_ns() < end) {
+                DIR *d = opendir(path);
+                struct dirent *e;
+                char cpus[64];
+                cpu_set_t want;
+
+                if (!d)
+                        break;
+                run_group_cpus(groups[0], cpus, sizeof cpus);
+                cpulist_set(cpus, &want);
+                CPU_AND(&want, &want, &online);
+                while ((e = readdir(d))) {
+                        pid_t tid = (pid_t) strtol(e->d_name, NULL, 10);
+                        cpu_set_t has;
+
+                        if (tid <= 0 || tid == pid || sched_getaffinity(tid, sizeof has, &has) < 0)
+                                continue;
+                        seen = true;
+                        if (!CPU_EQUAL(&has, &want))
+                                (void) sched_setaffinity(tid, sizeof online, &online);
+                }
+                closedir(d);
+                usleep(10 * 1000);
+        }
+        if (!seen)
+                bench_die("cyclictest's measurement thread did not start within a second");
+}
+
 /* Polls the groups' CPUs (every 100 ms) and the estimates (every second) until cyclictest is done. */
 static void watch(const char *policy, Sample *s) {
         uint64_t start = bench_now_ns(), counted = start + (uint64_t) settle_s * 1000000000ULL;
@@ -231,6 +294,7 @@ static void measure(size_t load, size_t pol, unsigned rep) {
                 run_daemon_start(&daemon_, peltd, tmp, top, policy);
         snprintf(out, sizeof out, "%s/cyclictest.out", tmp);
         ct_pid = start_cyclictest(out);
+        unpin(ct_pid);
         watch(policy, s);
         if (strcmp(policy, "none") != 0) {
                 run_daemon_stop(&daemon_);
