@@ -11,6 +11,7 @@ PELTD_PACKAGES=(
         debhelper dpkg-dev lintian
         prometheus prometheus-node-exporter curl inotify-tools
         libbpf-dev bpftool
+        gnuplot-nox rt-tests
 )
 
 # Installed for their tools only (promtool; a node_exporter the metrics test starts on a port of
