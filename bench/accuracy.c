@@ -28,7 +28,7 @@
 #include <pthread.h>
 #include <sched.h>
 
-#include "../tests/machine-lock.h"
+#include "../tests/lib/machine-lock.h"
 #include "bench-util.h"
 
 #define UTIL_TOLERANCE 16

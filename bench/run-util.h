@@ -13,7 +13,7 @@
 
 #include "bench-util.h"
 
-/* The lock tests/machine-lock.h and tests/machine-lock.sh take: one real-machine run at a time. */
+/* The lock tests/lib/machine-lock.h and machine-lock.sh take: one real-machine run at a time. */
 #define RUN_LOCK_PATH "/run/lock/peltd-tests.lock"
 
 /* The process that owns the cleanup: a forked child that exits never runs it. */

@@ -43,7 +43,7 @@
 #include <sys/prctl.h>
 #include <sys/vfs.h>
 
-#include "../tests/machine-lock.h"
+#include "../tests/lib/machine-lock.h"
 #include "bench-util.h"
 #include "peltd/config.h"
 #include "peltd/log.h"

@@ -29,7 +29,7 @@
 #include <dirent.h>
 #include <sys/prctl.h>
 
-#include "../tests/machine-lock.h"
+#include "../tests/lib/machine-lock.h"
 #include "bench-util.h"
 
 static bool str_eq(const char *a, const char *b) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The GetTopology document as text (peltctl-topology.h): its facts parsed, then written by the
- * renderer peltd's own text comes from (topology-text.h); tests/test-peltctl-topology.sh compares
- * the two on every fixture machine.
+ * renderer peltd's own text comes from (topology-text.h); tests/fixture/test-peltctl-topology.sh
+ * compares the two on every fixture machine.
  */
 #include "peltd/cpumask.h"
 #include "peltd/macro.h"

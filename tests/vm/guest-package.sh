@@ -33,7 +33,7 @@ conf_d=/etc/peltd/peltd.conf.d
 hand_pid=
 tmp=$(mktemp -d /tmp/peltd-test-package.XXXXXX)
 
-. "$src/tests/cgroup-lib.sh"
+. "$src/tests/lib/cgroup-lib.sh"
 
 fail() {
         echo "FAIL: $*"

@@ -8,7 +8,7 @@
 #   2. peltd as the hardened Type=notify unit it ships as: placing the groups of a slice through their
 #      units' properties and, in a delegated unit and below a plain unit's own cgroup, through cgroup
 #      files; its metrics file; reload; stop restores;
-#   3. the real-kernel tests in cgroup v2 mode: tests/test-daemon.sh, test-sample-kernel,
+#   3. the real-kernel tests in cgroup v2 mode: tests/kernel/test-daemon.sh, test-sample-kernel,
 #      test-sample-bpf-kernel and test-apply-kernel;
 #   4. the D-Bus API on the real system bus with the installed bus policy and polkit action: root
 #      allowed, an unprivileged user refused, then allowed once a polkit rule grants org.peltd1.manage
@@ -25,12 +25,12 @@ build=$2
 shift 2
 parts=("$@")
 ((${#parts[@]})) || parts=(backend unit kernel bus bpf)
-backend=$build/tests/systemd-backend
+backend=$build/tests/vm/systemd-backend
 duty=$build/tools/duty-cycle
 failures=0
 units=()
 
-. "$src/tests/cgroup-lib.sh"
+. "$src/tests/lib/cgroup-lib.sh"
 
 fail() {
         echo "FAIL: $*"
@@ -340,12 +340,12 @@ part_kernel() {
                 rc=${PIPESTATUS[0]}
                 ((rc == 0)) && pass "$name" || fail "$name (exit $rc)"
         }
-        run "test-daemon.sh (v2)" "$src/tests/test-daemon.sh" "$build/daemon/peltd" "$duty"
+        run "test-daemon.sh (v2)" "$src/tests/kernel/test-daemon.sh" "$build/daemon/peltd" "$duty"
         # Emulated CPUs stall now and then: twice the room between peltd's and the kernel's figures
         # (what is tested here is sampling from the v2 files; bench/accuracy measures accuracy).
-        run "test-sample-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/test-sample-kernel"
-        run "test-sample-bpf-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/test-sample-bpf-kernel"
-        run "test-apply-kernel (v2)" "$build/tests/test-apply-kernel"
+        run "test-sample-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/kernel/test-sample-kernel"
+        run "test-sample-bpf-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/kernel/test-sample-bpf-kernel"
+        run "test-apply-kernel (v2)" "$build/tests/kernel/test-apply-kernel"
 }
 
 # ---- 4. The D-Bus API on the real system bus, with polkit ----------------------------------------

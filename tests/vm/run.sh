@@ -55,7 +55,7 @@ for d in "${shares[@]}"; do [[ $script == "$d"/* ]] && inside=1; done
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing (scripts/lib.sh installs qemu-system-x86)"
 
 # The machine lock: other real-kernel tests and benchmarks must not run beside the guest.
-. "$here/../machine-lock.sh"
+. "$here/../lib/machine-lock.sh"
 
 image=$("$here/image.sh") || exit 1
 

@@ -17,7 +17,7 @@
  * names are a contract read back after a crash, and map to their row through placed_value_at().
  *
  * A new knob is a row of the table and a field of Placement, which the daemon fills from the
- * planner's result (manager-apply.c); test_table (tests/test-apply-cgroup.c) tests each row.
+ * planner's result (manager-apply.c); test_table (tests/unit/test-apply-cgroup.c) tests each row.
  */
 
 /* Where, and so through which backend (apply-backend.h), a group's placement is written. */

@@ -8,7 +8,7 @@
 
 #include "peltd/macro.h"
 #include "peltd/pelt.h"
-#include "../daemon/core/pelt-table.h"
+#include "../../daemon/core/pelt-table.h"
 
 #define NS_PER_UNIT 1024ULL
 #define NS_PER_PERIOD (1024ULL * 1024ULL)

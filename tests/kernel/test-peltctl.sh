@@ -17,10 +17,10 @@ peltctl=$2
 duty=$3
 fake_polkit=$4
 completion=$5
-. "$here/machine-lock.sh"
-. "$here/cgroup-lib.sh"
-. "$here/dbus-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/machine-lock.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/dbus-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 export LC_ALL=C.UTF-8
 
 daemon_test_begin ctl

@@ -14,7 +14,7 @@
 #include <sched.h>
 #include <sys/mount.h>
 
-#include "../bench/bench-util.h"
+#include "../../bench/bench-util.h"
 #include "machine-lock.h"
 #include "peltd/config.h"
 #include "peltd/log.h"

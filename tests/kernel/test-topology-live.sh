@@ -6,7 +6,7 @@
 # Usage: test-topology-live.sh PELTD
 set -uo pipefail
 here=$(dirname "$(readlink -f "$0")")
-. "$here/machine-lock.sh"
+. "$here/../lib/machine-lock.sh"
 peltd=$1
 failed=0
 

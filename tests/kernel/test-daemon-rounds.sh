@@ -4,7 +4,7 @@
 # many groups, not at all in rounds that change nothing, once when someone else's value becomes a
 # file's original, once at the stop; and a cpuset someone else writes while peltd runs placed
 # again within a task interval, said once however often it recurs, and that value put back at
-# SIGTERM. The state file's writes are counted by an LD_PRELOAD library (tests/count-io.c).
+# SIGTERM. The state file's writes are counted by an LD_PRELOAD library (tests/lib/count-io.c).
 # Removes the subtree and ends only the processes it started, also on failure.
 #
 #   test-daemon-rounds.sh PELTD COUNT_IO_SO
@@ -12,9 +12,9 @@ set -u
 here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 count_so=$2
-. "$here/machine-lock.sh"
-. "$here/cgroup-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/machine-lock.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 
 daemon_test_begin rounds
 saves=$tmp/saves

@@ -12,9 +12,9 @@ here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 duty=$2
 fault_so=$3
-. "$here/machine-lock.sh"
-. "$here/cgroup-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/machine-lock.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 
 daemon_test_begin loop
 listener_pid=

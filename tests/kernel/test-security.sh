@@ -10,9 +10,9 @@
 set -u
 here=$(dirname "$(readlink -f "$0")")
 peltd=$1
-. "$here/machine-lock.sh"
-. "$here/cgroup-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/machine-lock.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 
 daemon_test_begin security
 pids=()

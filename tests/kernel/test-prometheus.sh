@@ -42,10 +42,10 @@ for tool in prometheus promtool prometheus-node-exporter curl jq python3; do
         fi
 done
 
-. "$here/machine-lock.sh"
+. "$here/../lib/machine-lock.sh"
 SECONDS=0
-. "$here/cgroup-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 
 passes=0
 pass() {

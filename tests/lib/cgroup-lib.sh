@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
-# Sourced by tests/test-daemon.sh, tests/vm/guest-tests.sh and scripts/run (--demo): polling, "ok:"
-# lines, and a private cgroup subtree in every hierarchy a group lives in (cgroup v1: cpuset, cpu,
-# cpuacct; v2: the unified one). Defines functions only; cg_detect sets the variables the others use.
+# Sourced by the shell tests of tests/kernel/ and tests/soak/, tests/vm/guest-tests.sh and
+# scripts/run (--demo): polling, "ok:" lines, and a private cgroup subtree in every hierarchy a group
+# lives in (cgroup v1: cpuset, cpu, cpuacct; v2: the unified one). Defines functions only; cg_detect
+# sets the variables the others use.
 
 # wait_for SECONDS COMMAND...: polls every 0.1 s until COMMAND succeeds.
 wait_for() {

@@ -15,9 +15,9 @@ set -u
 here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 duty=$2
-. "$here/machine-lock.sh"
-. "$here/cgroup-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/machine-lock.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 
 daemon_test_begin metrics
 chmod 0755 "$tmp"
@@ -69,7 +69,7 @@ label() { printf 'group="%s"' "$(printf '%s' "$1" | sed -e 's/\\/\\\\/g' -e 's/"
 cg_create_top "/$id" "$all_cpus"
 for g in busy idle gone; do cg_create "/$id/$g" "$all_cpus"; done
 # The kernel refuses a newline in a cgroup name (EINVAL: /proc/PID/cgroup is line-based); the
-# renderer's \n escaping is checked by tests/test-metrics.c. Used here only where it is allowed.
+# renderer's \n escaping is checked by tests/unit/test-metrics.c. Used here only where it is allowed.
 odd='q"uote\back'$'\xff'
 if mkdir "$cpu_root/$id/n"$'\n'"l" 2>/dev/null; then
         rmdir "$cpu_root/$id/n"$'\n'"l"

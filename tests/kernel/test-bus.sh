@@ -14,10 +14,10 @@ here=$(dirname "$(readlink -f "$0")")
 peltd=$1
 duty=$2
 fake_polkit=$3
-. "$here/machine-lock.sh"
-. "$here/cgroup-lib.sh"
-. "$here/dbus-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/machine-lock.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/dbus-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 
 daemon_test_begin bus
 chmod 0755 "$tmp"

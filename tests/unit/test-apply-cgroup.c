@@ -17,7 +17,7 @@
 
 #include "peltd/apply-cgroup.h"
 #include "peltd/macro.h"
-#include "../daemon/manager/manager-internal.h"
+#include "../../daemon/manager/manager-internal.h"
 #include "apply-steps.h"
 #include "stderr-capture.h"
 #include "test-cleanup.h"

@@ -18,10 +18,10 @@ peltd=$1
 duty=$2
 churn=$3
 seconds=${4:-60}
-. "$here/machine-lock.sh"
-. "$here/cgroup-lib.sh"
-. "$here/dbus-lib.sh"
-. "$here/daemon-lib.sh"
+. "$here/../lib/machine-lock.sh"
+. "$here/../lib/cgroup-lib.sh"
+. "$here/../lib/dbus-lib.sh"
+. "$here/../lib/daemon-lib.sh"
 
 daemon_test_begin soak
 cpuacct_root=/sys/fs/cgroup/cpuacct

@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # A private system bus for tests, configured as Debian's system bus is (deny by default: no name
 # owned, no method call sent unless a policy allows it) with the project's conf/org.peltd1.conf
-# included. Source it (after tests/cgroup-lib.sh), then:
+# included. Source it (after tests/lib/cgroup-lib.sh), then:
 #
 #   dbus_start DIR [CONF...]
 #                     starts dbus-daemon listening on DIR/system_bus_socket and exports
 #                     DBUS_SYSTEM_BUS_ADDRESS; dbus_pid holds its pid. Each CONF (a busconfig
-#                     file) is included too, as /etc/dbus-1/system.d/ files are (tests/fake-polkit
+#                     file) is included too, as /etc/dbus-1/system.d/ files are (tests/lib/fake-polkit
 #                     needs one to own its name)
 #   dbus_stop         stops it (also run by dbus_cleanup, which the caller's EXIT trap calls)
 #   polkit_conf FILE  writes FILE, a CONF for dbus_start that lets root own org.freedesktop.PolicyKit1
-#                     and everyone call its Authority: what the stand-in polkit (tests/fake-polkit)
+#                     and everyone call its Authority: what the stand-in polkit (tests/lib/fake-polkit)
 #                     needs
 #   polkit_start FAKE_POLKIT ANSWER OUT
 #                     (re)starts the stand-in polkit, answering ANSWER, its output in OUT;
@@ -31,7 +31,7 @@ dbus_start() {
             -e '/<standard_system_servicedirs\/>/d' -e '/<servicehelper>/d' \
             -e '/<includedir>/d' -e '/<include /d' \
             -e "s|<listen>.*</listen>|<listen>unix:path=$dir/system_bus_socket</listen>|" \
-            -e "s|</busconfig>|  <include>$dbus_lib_dir/../conf/org.peltd1.conf</include>\n$extra</busconfig>|" \
+            -e "s|</busconfig>|  <include>$dbus_lib_dir/../../conf/org.peltd1.conf</include>\n$extra</busconfig>|" \
             /usr/share/dbus-1/system.conf > "$dir/system.conf" || return 1
         grep -q "$dir/system_bus_socket" "$dir/system.conf" || { echo "dbus_start: no <listen> in system.conf" >&2; return 1; }
         rm -f "$dir/system_bus_socket"
