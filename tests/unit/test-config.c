@@ -382,6 +382,9 @@ static void test_untrusted_config_files(_unused_ void **state) {
         Config *c = NULL;
         int r;
 
+        /* Root's rules, for root's daemon: trusted is root's own file, a file of 65534 another user's. */
+        if (geteuid() != 0)
+                skip();
         path = write_file("untrusted.conf", "[Daemon]\nStateFile=/tmp/evil\n");
         assert_int_equal(chmod(path, 0666), 0);
         expect_refused(path, "is writable by group or others");
