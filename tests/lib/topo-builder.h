@@ -4,7 +4,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "peltd/topology-sysfs.h"
 #include "peltd/topology.h"
 
 /*

@@ -12,6 +12,7 @@
 #include "peltd/macro.h"
 #include "peltd/policy.h"
 #include "peltd/rootdir.h"
+#include "peltd/topology-sysfs.h"
 #include "topo-builder.h"
 
 static const Policy all_policies[] = { POLICY_POWER, POLICY_PERFORMANCE, POLICY_BALANCED };
