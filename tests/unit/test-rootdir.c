@@ -27,7 +27,7 @@ static void put(const char *rel, const char *text) {
         char p[512];
         FILE *f;
 
-        snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
+        assert_true((size_t) snprintf(p, sizeof p, "%s/%s", tmpdir, rel) < sizeof p);
         f = fopen(p, "we");
         assert_non_null(f);
         fputs(text, f);
@@ -39,7 +39,7 @@ static char *get(const char *rel) {
         size_t n = 0;
         FILE *f;
 
-        snprintf(p, sizeof p, "%s/%s", tmpdir, rel);
+        assert_true((size_t) snprintf(p, sizeof p, "%s/%s", tmpdir, rel) < sizeof p);
         f = fopen(p, "re");
         assert_non_null(f);
         assert_true(getdelim(&s, &n, 0, f) >= 0);
