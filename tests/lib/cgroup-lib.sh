@@ -4,15 +4,49 @@
 # lives in (cgroup v1: cpuset, cpu, cpuacct; v2: the unified one). Defines functions only; cg_detect
 # sets the variables the others use.
 
-# wait_for SECONDS COMMAND...: polls every 0.1 s until COMMAND succeeds.
+# test_time_scale: how many times longer than on an idle machine what the tests wait for may take
+# here, a whole number: the 1-minute load average per online CPU, rounded up, at least 1 and at
+# most 8; at least PELTD_TEST_TIME_SCALE where that is set (a guest whose CPUs stall). Read afresh
+# at each call (the load comes and goes), without starting a process.
+test_time_scale() {
+        local load cpus=${test_time_scale_cpus:-} parts part a b scale floor=${PELTD_TEST_TIME_SCALE:-1}
+        if [[ -z $cpus ]]; then
+                cpus=0
+                IFS=, read -ra parts </sys/devices/system/cpu/online
+                for part in "${parts[@]}"; do
+                        a=${part%-*} b=${part#*-}
+                        cpus=$((cpus + b - a + 1))
+                done
+                ((cpus > 0)) || cpus=1
+                test_time_scale_cpus=$cpus
+        fi
+        read -r load _ </proc/loadavg
+        load=$((10#${load%.*}${load#*.})) # hundredths
+        scale=$(((load + cpus * 100 - 1) / (cpus * 100)))
+        ((scale < 1)) && scale=1
+        ((scale > 8)) && scale=8
+        [[ $floor =~ ^[0-9]+$ ]] && ((scale < floor)) && scale=$floor
+        echo "$scale"
+}
+
+# wait_for SECONDS COMMAND...: polls every 0.1 s until COMMAND succeeds, for SECONDS (whole) times
+# test_time_scale at most: evidence that something happened, waited for as long as a loaded
+# machine needs to show it. What COMMAND checks is the same at any load.
 wait_for() {
-        local deadline=$(($(date +%s%N) + $1 * 1000000000))
+        local deadline=$(($(date +%s%N) + $1 * $(test_time_scale) * 1000000000))
         shift
         while (($(date +%s%N) < deadline)); do
                 "$@" && return 0
                 sleep 0.1
         done
         "$@"
+}
+
+# hold_for SECONDS: a window in which something must not happen (a write, a log line, a change),
+# checked after it: SECONDS (a decimal) times test_time_scale, so that a loaded machine's late
+# rounds fill it as an idle machine's do. Not a wait for something: that is wait_for.
+hold_for() {
+        sleep "$(awk -v s="$1" -v k="$(test_time_scale)" 'BEGIN { print s * k }')"
 }
 
 pass() {
