@@ -82,12 +82,18 @@ cg_create() {
 }
 
 # cg_create_top GROUP CPUS: cg_create for a group below the root; on v2 the root passes the cpuset
-# and cpu controllers on to it, and it to its children.
+# and cpu controllers on to it, and it to its children. GROUP gets the largest CPU weight: the
+# machine's other work (builds, other tests) must not keep the test's workloads waiting for CPU,
+# as a group that waits is widened and never packed, whatever the policy (tests/lib/kernel-util.h
+# does the same for the C tests).
 cg_create_top() {
         cg_create "$@"
         if [[ $mode == v2 ]]; then
                 echo "+cpuset +cpu" > /sys/fs/cgroup/cgroup.subtree_control
                 echo "+cpuset +cpu" > "/sys/fs/cgroup$1/cgroup.subtree_control"
+                echo 10000 > "/sys/fs/cgroup$1/cpu.weight"
+        else
+                echo 262144 > "$cpu_root$1/cpu.shares"
         fi
 }
 
