@@ -142,23 +142,42 @@ stop_daemon TERM
 
 # ---- faults: failed allocations and a failed timer re-arm; the watchdog ------------------------
 # peltd under the fault shim, its notifications on a socket read here, WATCHDOG_USEC 400 ms for its
-# own pid: WATCHDOG=1 at most every 200 ms while rounds complete, none while they fail.
+# own pid: WATCHDOG=1 at most every 200 ms while rounds complete, none while they fail. Each line
+# of $notes carries the time its datagram was sent (the kernel's SO_TIMESTAMPNS, 35, which python
+# does not name), not the time the listener, late on a loaded machine, got to it.
 notify=$tmp/notify.sock
 notes=$tmp/notify.log
 malloc_fault=$tmp/fault-malloc
 timer_fault=$tmp/fault-timer
 python3 -c '
-import socket, sys, time
+import socket, struct, sys, time
+SO_TIMESTAMPNS = 35
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
 s.bind(sys.argv[1])
 out = open(sys.argv[2], "a", buffering=1)
 while True:
-    for line in s.recv(4096).decode(errors="replace").splitlines():
-        out.write("%.3f %s\n" % (time.monotonic(), line))
+    data, ancillary, _, _ = s.recvmsg(4096, 64)
+    sent = time.time()
+    for level, kind, value in ancillary:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(value) >= 16:
+            sec, nsec = struct.unpack("qq", value[:16])
+            sent = sec + nsec / 1e9
+    for line in data.decode(errors="replace").splitlines():
+        out.write("%.3f %s\n" % (sent, line))
 ' "$notify" "$notes" &
 listener_pid=$!
 wait_for 5 test -S "$notify" || fail "faults: the notify listener did not start"
 watchdogs() { grep -c " WATCHDOG=1$" "$notes"; }
+# notes_drained: a datagram of the test's own through the socket, waited for in $notes: the
+# listener has written down everything peltd sent before it.
+marks=0
+notes_drained() {
+        marks=$((marks + 1))
+        python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(sys.argv[2].encode(), sys.argv[1])' \
+                "$notify" "TEST_MARK=$marks"
+        wait_for 5 grep -q " TEST_MARK=$marks\$" "$notes" || fail "faults: the listener did not read the test's mark $marks"
+}
 
 # Under ASan the sanitizer's runtime must come first (and its malloc would win): no shim there.
 asan=0
@@ -193,13 +212,15 @@ if ((asan)); then
 else
         touch "$malloc_fault"
         wait_for 10 grep -q "A round failed" "$log" || fail "faults: no failed round logged with allocations failing"
-        # A round under way when the file appeared may still complete: count from a round later.
-        sleep 0.3
+        # A round under way when the file appeared may have completed before that one failed: its
+        # WATCHDOG=1 may still be on its way to the listener. Counted from what was sent before now.
+        notes_drained
         before=$(watchdogs)
         # The group made now is found once allocations work again.
         cg_create "/$id/late" "$all_cpus"
         start_workload late
-        sleep 1.2 # three WATCHDOG_USEC/2: none of them may see a WATCHDOG=1
+        hold_for 1.2 # three WATCHDOG_USEC/2 at least: none of them may see a WATCHDOG=1
+        notes_drained
         after=$(watchdogs)
         ((after == before)) || fail "faults: WATCHDOG=1 sent ($before -> $after) while rounds fail"
         alive || fail "faults: peltd died with allocations failing"

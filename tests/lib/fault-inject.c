@@ -3,8 +3,11 @@
  * Faults for the daemon's tests, by LD_PRELOAD (built only with the tests):
  *
  *   PELTD_FAULT_MALLOC_FILE=PATH    while PATH exists, malloc, calloc and realloc fail (ENOMEM)
- *   PELTD_FAULT_SET_TIME_FILE=PATH  when PATH exists, the next sd_event_source_set_time() fails
- *                                   (-ENOMEM) and PATH is removed: one failure a file
+ *   PELTD_FAULT_SET_TIME_FILE=PATH  when PATH exists, the next sd_event_source_set_time() of a
+ *                                   round timer (its description ends in "-round") fails
+ *                                   (-ENOMEM) and PATH is removed: one failure a file. The other
+ *                                   timers (the bus's reconnect, the metrics file's) are left
+ *                                   alone: the test checks what a round timer's failure does.
  *
  * The files are looked at no more than every 5 ms (CLOCK_MONOTONIC_COARSE), so the daemon runs at
  * about its normal speed otherwise.
@@ -14,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -76,8 +80,18 @@ void *realloc(void *p, size_t size) {
         return __libc_realloc(p, size);
 }
 
+static bool is_round_timer(sd_event_source *s) {
+        const char *d = NULL;
+        size_t n;
+
+        if (sd_event_source_get_description(s, &d) < 0 || !d)
+                return false;
+        n = strlen(d);
+        return n >= 6 && strcmp(d + n - 6, "-round") == 0;
+}
+
 int sd_event_source_set_time(sd_event_source *s, uint64_t usec) {
-        if (set_time_file && unlink(set_time_file) == 0)
+        if (set_time_file && is_round_timer(s) && unlink(set_time_file) == 0)
                 return -ENOMEM;
         return real_set_time(s, usec);
 }
