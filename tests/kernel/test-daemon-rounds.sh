@@ -65,8 +65,10 @@ LD_PRELOAD=$preload PELTD_COUNT_PATH=$state PELTD_COUNT_FILE=$saves "$peltd" --c
 daemon_pid=$!
 
 # ---- one write of the state file for the round that places every group -----------------------
+# The change lines follow the writes: all of them said, and the state file written no more.
+changes_said() { [[ $(said ": CPUs $all_cpus -> ") -ge ${#groups[@]} ]]; }
 if wait_for 10 all_placed; then
-        sleep 0.3
+        wait_for 2 changes_said
         if saves_are 1 && [[ $(said ": CPUs $all_cpus -> ") -eq ${#groups[@]} ]]; then
                 pass "${#groups[@]} groups placed in one round, the state file written once"
         else
@@ -78,7 +80,7 @@ fi
 placed_cpu=$(cpus_of g05)
 
 # ---- rounds that change nothing write nothing ------------------------------------------------
-sleep 2 # 20 rounds, four of them task rounds (their drift checks)
+hold_for 2 # 20 rounds, four of them task rounds (their drift checks)
 if saves_are 1; then
         pass "20 steady rounds: the state file not written again"
 else
@@ -93,7 +95,9 @@ if wait_for 1 bash -c "[[ \$(cat $cpuset_root/$id/g05/cpuset.cpus) == $placed_cp
 else
         fail "g05 holds $(cpus_of g05) a task interval after someone else wrote $other"
 fi
-sleep 0.2
+# The drift's line and its save come with the write that undoes it, or just after.
+drift_said() { [[ $(said "was changed by someone else") -ge 1 && $(n_saves) -ge 2 ]]; }
+wait_for 2 drift_said
 if [[ $(said "cpuset.cpus of /$id/g05 was changed by someone else (\"$other\", peltd wrote \"$placed_cpu\")") -eq 1 ]] && saves_are 2; then
         pass "the drift said once, the state file written once for it"
 else
@@ -111,7 +115,7 @@ else
 fi
 
 # ---- the stop: every original back, g05's the other writer's; the state file removed once -----
-sleep 0.6
+hold_for 0.6 # a task round more: nothing said or saved for the writes undone before it
 stop_daemon TERM
 ok=1
 for g in "${groups[@]}"; do
