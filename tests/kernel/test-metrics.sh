@@ -163,14 +163,20 @@ c=$(value peltd_group_cpus "group=\"/$id/busy\"" "$tmp/energy.prom")
 check "peltd_energy_estimate $e, peltd_energy_estimate_spread $s, busy on $c CPUs: less when packed, never more" \
         awk -v e="$e" -v s="$s" -v c="$c" 'BEGIN { exit !(e != "" && s != "" && e > 0 && (c == 1 ? e < s : e <= s)) }'
 
+# The counters of a later write of the file (at most one a second) against this one's.
 cp "$file" "$tmp/a.prom"
-sleep 1.5
-cp "$file" "$tmp/b.prom"
-ga=$(value peltd_rounds_total 'kind="group"' "$tmp/a.prom") gb=$(value peltd_rounds_total 'kind="group"' "$tmp/b.prom")
-ta=$(value peltd_rounds_total 'kind="task"' "$tmp/a.prom") tb=$(value peltd_rounds_total 'kind="task"' "$tmp/b.prom")
-sa=$(value peltd_sampling_cpu_seconds_total "" "$tmp/a.prom") sb=$(value peltd_sampling_cpu_seconds_total "" "$tmp/b.prom")
-ma=$(value peltd_metrics_cpu_seconds_total "" "$tmp/a.prom") mb=$(value peltd_metrics_cpu_seconds_total "" "$tmp/b.prom")
-check "over 1.5 s: rounds group $ga -> $gb, task $ta -> $tb; sampling CPU ${sa}s -> ${sb}s; metrics CPU ${ma}s -> ${mb}s" \
+t0=$(date +%s%N)
+ga=$(value peltd_rounds_total 'kind="group"' "$tmp/a.prom") ta=$(value peltd_rounds_total 'kind="task"' "$tmp/a.prom")
+sa=$(value peltd_sampling_cpu_seconds_total "" "$tmp/a.prom") ma=$(value peltd_metrics_cpu_seconds_total "" "$tmp/a.prom")
+counters_grown() {
+        cp "$file" "$tmp/b.prom"
+        gb=$(value peltd_rounds_total 'kind="group"' "$tmp/b.prom") tb=$(value peltd_rounds_total 'kind="task"' "$tmp/b.prom")
+        sb=$(value peltd_sampling_cpu_seconds_total "" "$tmp/b.prom") mb=$(value peltd_metrics_cpu_seconds_total "" "$tmp/b.prom")
+        awk -v ga="$ga" -v gb="$gb" -v ta="$ta" -v tb="$tb" -v sa="$sa" -v sb="$sb" -v ma="$ma" -v mb="$mb" \
+                'BEGIN { exit !(gb > ga && tb > ta && sb > sa && sa > 0 && mb > ma && ma > 0 && mb < sb) }'
+}
+wait_for 5 counters_grown
+check "a write $((($(date +%s%N) - t0) / 1000000)) ms later: rounds group $ga -> $gb, task $ta -> $tb; sampling CPU ${sa}s -> ${sb}s; metrics CPU ${ma}s -> ${mb}s" \
         awk -v ga="$ga" -v gb="$gb" -v ta="$ta" -v tb="$tb" -v sa="$sa" -v sb="$sb" -v ma="$ma" -v mb="$mb" \
         'BEGIN { exit !(gb > ga && tb > ta && sb > sa && sa > 0 && mb > ma && ma > 0 && mb < sb) }'
 
@@ -200,7 +206,7 @@ if [[ -z $exporter_pid ]]; then
 else
         # Stopped, the daemon leaves the file as it is: the scrape and the copy are the same data.
         kill -STOP "$daemon_pid"
-        sleep 0.2
+        wait_for 5 grep -q '^State:[[:space:]]*T' "/proc/$daemon_pid/status" || fail "SIGSTOP: peltd did not stop"
         cp "$file" "$tmp/scraped-file.prom"
         curl -sf "http://127.0.0.1:$port/metrics" > "$tmp/scrape.txt"
         rc=$?
@@ -244,14 +250,16 @@ rounds() { # FILE: group and task rounds
         echo $(($(value peltd_rounds_total 'kind="group"' "$1") + $(value peltd_rounds_total 'kind="task"' "$1")))
 }
 mv "$dir" "$dir.away"
-sleep 2.5
+# The next write fails and is said; the writes that fail after it for a while are not.
+wait_for 5 grep -q "Failed to write the metrics file $file" "$log" || fail "the directory gone: no warning"
+hold_for 2
 mkdir -m 0755 "$dir"
 watch_dir
 if wait_for 5 test -f "$file"; then
         said=$(grep -c "Failed to write the metrics file $file" "$log")
         again=$(grep -c "The metrics file $file is written again" "$log")
         r0=$(rounds "$dir.away/peltd.prom") r1=$(rounds "$file")
-        check "its directory gone 2.5 s: $said warning, $again line when back; rounds went on ($r0 -> $r1)" \
+        check "its directory gone: $said warning, $again line when back; rounds went on ($r0 -> $r1)" \
                 bash -c "(( $said == 1 && $again == 1 && $r1 >= $r0 + 20 ))"
 else
         fail "the directory made again: no file after 5 s"

@@ -238,7 +238,12 @@ daemon_conf second "/$id/c"
 "$peltd" --config "$tmp/second.conf" > "$tmp/second.out" 2>&1 &
 pids+=($!)
 second=${pids[-1]}
-sleep 1.5
+# One of them gives up, saying why: the first at its next task round, or the second at its start.
+one_gave_up() {
+        { ! kill -0 "$first" 2>/dev/null && grep -q "Stopping: another peltd took CgroupRoot=/$id/c" "$tmp/first.out"; } ||
+                { ! kill -0 "$second" 2>/dev/null && grep -q "is locked by pid $first" "$tmp/second.out"; }
+}
+wait_for 10 one_gave_up
 alive=0
 kill -0 "$first" 2>/dev/null && alive=$((alive + 1))
 kill -0 "$second" 2>/dev/null && alive=$((alive + 1))
