@@ -22,6 +22,8 @@
 #                     peltd --config $conf ARG... in the background, its output appended to $log
 #   stop_daemon [SIGNAL]
 #                     sends SIGNAL (TERM) to the daemon, waits for it; its exit status in daemon_status
+#   reload_daemon     sends SIGHUP to the daemon and waits (wait_for 5) for the evidence that it read
+#                     $conf again: one more "Configuration reloaded" or "keeping the old settings" line
 #   running [N]       $log says "peltd running" N times (1) or more
 #   end_pids SIGNAL PID...
 #                     sends SIGNAL to each PID (an empty one skipped) and waits for it
@@ -99,6 +101,19 @@ stop_daemon() {
         daemon_status=$?
         daemon_pid=
 }
+
+reloads_logged() {
+        grep -c -e '^Configuration reloaded: ' -e '^Reloading the configuration failed; keeping the old settings' "$log" 2>/dev/null
+}
+
+reload_daemon() {
+        local before
+        before=$(reloads_logged)
+        kill -HUP "$daemon_pid"
+        wait_for 5 reloaded_since "$before"
+}
+
+reloaded_since() { (($(reloads_logged) > $1)); }
 
 running() {
         [[ $(grep -c '^peltd running' "$log" 2>/dev/null) -ge ${1:-1} ]]

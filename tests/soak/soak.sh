@@ -147,17 +147,19 @@ done
 # Threads tracked (balanced): with the churner stopped (no thread born meanwhile), at most two fds
 # for each thread alive on the machine after a few task rounds, none for ended ones...
 write_config balanced
-kill -HUP "$daemon_pid"
-sleep 1
+reload_daemon || fail "no reload logged after SIGHUP (balanced)"
+hold_for 1 # threads born and ended while tracked
 kill -STOP "$churn_pid"
-sleep 1.5
+wait_for 5 grep -q '^State:[[:space:]]*T' "/proc/$churn_pid/status" || fail "SIGSTOP: thread-churn did not stop"
+hold_for 1.5 # task rounds that must let the ended threads' fds go
 tfd1=$(thread_fds)
 threads1=$(machine_threads)
 kill -CONT "$churn_pid"
 # ...and back to power, which tracks none: no thread fds at all, the others as before the churn.
 write_config power
-kill -HUP "$daemon_pid"
-sleep 1
+reload_daemon || fail "no reload logged after SIGHUP (power)"
+no_thread_fds() { (($(thread_fds) == 0)); }
+wait_for 5 no_thread_fds
 rss1=$(rss_kib)
 fd1=$(other_fds 1)
 tfd2=$(thread_fds)
