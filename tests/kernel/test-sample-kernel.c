@@ -82,6 +82,95 @@ static void cpu_times(uint64_t *ret_steal, uint64_t *ret_total) {
 }
 
 /*
+ * What is read while peltd --once runs, with the time: each worker's util and runnable from the
+ * kernel, each group's usage counter, /proc/stat's steal and total.
+ */
+typedef struct KernelRead {
+        uint64_t t_ns;
+        double util[3], runnable[3];
+        uint64_t usage[2], steal, total;
+} KernelRead;
+
+/* A read every 0.5 to 2 ms: the ring keeps the last 4 s at least, and peltd's last second is in them. */
+#define KERNEL_READS 8192
+
+static void kernel_read(KernelRead *r, const pid_t pids[3]) {
+        r->t_ns = bench_now_ns();
+        for (size_t i = 0; i < 3; i++) {
+                r->util[i] = sched_value(pids[i], "se.avg.util_avg");
+                r->runnable[i] = sched_value(pids[i], "se.avg.runnable_avg");
+        }
+        r->usage[0] = group_usage_ns("a");
+        r->usage[1] = group_usage_ns("b");
+        cpu_times(&r->steal, &r->total);
+}
+
+/*
+ * Reads, at jittered times, from before peltd starts until it has ended (o->done), the last read
+ * after its end; returns how many were taken (reads is a ring of KERNEL_READS). A peltd --once 2
+ * that has not ended within 30 s, times test_time_scale(), fails the test.
+ */
+static size_t read_until_done(const Once *o, const pid_t pids[3], KernelRead *reads) {
+        uint64_t start = bench_now_ns(), bound_ns = 30ULL * test_time_scale() * 1000000000ULL;
+        size_t n = 0;
+
+        for (;;) {
+                bool done = __atomic_load_n(&o->done, __ATOMIC_ACQUIRE);
+
+                kernel_read(&reads[n++ % KERNEL_READS], pids);
+                if (done)
+                        return n;
+                if (bench_now_ns() - start > bound_ns)
+                        fail_msg("peltd --once 2 has not ended after %.0f s", (double) bound_ns / 1e9);
+                usleep(500 + (useconds_t) (rand() % 1500));
+        }
+}
+
+/*
+ * The windows, by peltd's end rather than its start (which a loaded machine delays by as much as
+ * it likes): the kernel's values averaged over [end - 1 s, end - 350 ms), and each group's usage
+ * rate over its last ~350 ms, from the first read at end - 350 ms or later to the read after its
+ * end; the machine's steal over its last second. window holds what the rates are taken over.
+ */
+typedef struct Window {
+        double util[3], runnable[3];
+        unsigned n;
+        const KernelRead *usage_from, *steal_from, *last;
+} Window;
+
+static Window windows(const KernelRead *reads, size_t n, uint64_t end_ns) {
+        const uint64_t kernel_from = end_ns - 1000ULL * 1000 * 1000, kernel_to = end_ns - 350ULL * 1000 * 1000;
+        size_t first = n > KERNEL_READS ? n - KERNEL_READS : 0;
+        Window w = { .last = &reads[(n - 1) % KERNEL_READS] };
+
+        /* The ring reaches back past peltd's last second. */
+        assert_true(reads[first % KERNEL_READS].t_ns < kernel_from);
+        for (size_t k = first; k < n; k++) {
+                const KernelRead *r = &reads[k % KERNEL_READS];
+
+                if (r->t_ns >= kernel_from && !w.steal_from)
+                        w.steal_from = r;
+                if (r->t_ns >= kernel_to && !w.usage_from)
+                        w.usage_from = r;
+                if (r->t_ns < kernel_from || r->t_ns >= kernel_to)
+                        continue;
+                for (size_t i = 0; i < 3; i++) {
+                        w.util[i] += r->util[i];
+                        w.runnable[i] += r->runnable[i];
+                }
+                w.n++;
+        }
+        assert_true(w.n > 0);
+        assert_non_null(w.usage_from);
+        assert_true(w.last->t_ns > w.usage_from->t_ns);
+        for (size_t i = 0; i < 3; i++) {
+                w.util[i] /= w.n;
+                w.runnable[i] /= w.n;
+        }
+        return w;
+}
+
+/*
  * peltd --once against the kernel and against each group's own counter, three times; the errors
  * compared are the medians (one run's final values are what its last ~100 ms held).
  */
@@ -93,8 +182,10 @@ static void test_once_against_kernel(_unused_ void **state) {
         } spec[] = { { "a", 3.1, 0.30, 0 }, { "a", 2.3, 0.10, 5 }, { "b", 4.7, 0.20, -3 } };
         pid_t pids[3];
         double err_util[3][ONCE_RUNS], err_runnable[3][ONCE_RUNS], err_group[2][ONCE_RUNS], steal[ONCE_RUNS];
+        _cleanup_free_ KernelRead *reads = new0(KernelRead, KERNEL_READS);
         char *conf;
 
+        assert_non_null(reads);
         for (size_t i = 0; i < 3; i++)
                 pids[i] = worker(spec[i].group, spec[i].period, spec[i].share, spec[i].nice);
         usleep(300 * 1000);
@@ -103,37 +194,23 @@ static void test_once_against_kernel(_unused_ void **state) {
         srand((unsigned) getpid());
 
         for (unsigned run = 0; run < ONCE_RUNS; run++) {
-                double ku[3] = {}, kr[3] = {};
-                unsigned reads = 0;
-                uint64_t usage0[2], usage1[2], t0, t1, steal0, steal1, total0, total1;
                 Once o = { .conf = conf };
                 pthread_t th;
                 json_object *root, *tasks, *groups;
+                uint64_t asked_ns = bench_now_ns();
+                size_t n;
+                Window w;
 
                 assert_int_equal(pthread_create(&th, NULL, run_once, &o), 0);
-                /* The kernel's values over peltd's last second; the groups' usage over its last ~350 ms. */
-                usleep(1000 * 1000);
-                cpu_times(&steal0, &total0);
-                t0 = bench_now_ns();
-                while (bench_now_ns() - t0 < 650ULL * 1000 * 1000) {
-                        for (size_t i = 0; i < 3; i++) {
-                                ku[i] += sched_value(pids[i], "se.avg.util_avg");
-                                kr[i] += sched_value(pids[i], "se.avg.runnable_avg");
-                        }
-                        reads++;
-                        usleep(500 + (useconds_t) (rand() % 1500));
-                }
-                t0 = bench_now_ns();
-                usage0[0] = group_usage_ns("a");
-                usage0[1] = group_usage_ns("b");
+                n = read_until_done(&o, pids, reads);
                 pthread_join(th, NULL);
-                t1 = bench_now_ns();
-                usage1[0] = group_usage_ns("a");
-                usage1[1] = group_usage_ns("b");
-                cpu_times(&steal1, &total1);
                 assert_int_equal(o.status, 0);
+                w = windows(reads, n, o.end_ns);
                 /* The kernel's PELT clock stops while the vCPU is stolen: so does a group's usage. */
-                steal[run] = total1 > total0 ? (double) (steal1 - steal0) / (double) (total1 - total0) : 0;
+                steal[run] = w.last->total > w.steal_from->total ?
+                        (double) (w.last->steal - w.steal_from->steal) / (double) (w.last->total - w.steal_from->total) : 0;
+                printf("# run %u: peltd ended %.0f ms after it was started; %u kernel reads compared\n",
+                       run + 1, (double) (o.end_ns - asked_ns) / 1e6, w.n);
 
                 root = json_tokener_parse(o.out);
                 assert_non_null(root);
@@ -161,21 +238,20 @@ static void test_once_against_kernel(_unused_ void **state) {
                         assert_int_equal(json_object_get_int(get(t, "nice")), spec[i].nice);
                         assert_non_null(get(t, "comm"));
                         assert_true(json_object_get_double(get(t, "avg_slice_us")) > 0);
-                        ku[i] /= reads;
-                        kr[i] /= reads;
                         printf("# run %u, worker %d (%s, %.1f ms, %.0f%%): util %d kernel %.1f, runnable %d kernel %.1f, load %d\n",
                                run + 1, (int) pids[i], spec[i].group, spec[i].period, spec[i].share * 100,
-                               json_object_get_int(get(t, "util_avg")), ku[i], json_object_get_int(get(t, "runnable_avg")), kr[i],
-                               json_object_get_int(get(t, "load_avg")));
-                        err_util[i][run] = fabs(json_object_get_double(get(t, "util_avg")) - ku[i]);
-                        err_runnable[i][run] = fabs(json_object_get_double(get(t, "runnable_avg")) - kr[i]);
+                               json_object_get_int(get(t, "util_avg")), w.util[i], json_object_get_int(get(t, "runnable_avg")),
+                               w.runnable[i], json_object_get_int(get(t, "load_avg")));
+                        err_util[i][run] = fabs(json_object_get_double(get(t, "util_avg")) - w.util[i]);
+                        err_runnable[i][run] = fabs(json_object_get_double(get(t, "runnable_avg")) - w.runnable[i]);
                 }
 
                 for (size_t i = 0; i < 2; i++) {
                         json_object *g = json_object_array_get_idx(groups, i);
                         const char *name = i == 0 ? "a" : "b";
                         char path[128];
-                        double rate = (double) (usage1[i] - usage0[i]) * 1024.0 / ((double) (t1 - t0) * (1 - steal[run]));
+                        uint64_t span_ns = w.last->t_ns - w.usage_from->t_ns;
+                        double rate = (double) (w.last->usage[i] - w.usage_from->usage[i]) * 1024.0 / ((double) span_ns * (1 - steal[run]));
 
                         snprintf(path, sizeof path, "%s/%s", top, name);
                         assert_string_equal(json_object_get_string(get(g, "path")), path);
@@ -185,7 +261,7 @@ static void test_once_against_kernel(_unused_ void **state) {
                         assert_non_null(get(g, "runnable_avg"));
                         assert_non_null(get(g, "load_avg"));
                         printf("# run %u, group %s: util %d, its usage counter over the last %.0f ms: %.1f (steal %.1f%%)\n", run + 1,
-                               path, json_object_get_int(get(g, "util_avg")), (double) (t1 - t0) / 1e6, rate, steal[run] * 100);
+                               path, json_object_get_int(get(g, "util_avg")), (double) span_ns / 1e6, rate, steal[run] * 100);
                         err_group[i][run] = fabs(json_object_get_double(get(g, "util_avg")) - rate);
                 }
                 json_object_put(root);

@@ -21,6 +21,7 @@
 #include "peltd/parse.h"
 #include "peltd/sampling.h"
 #include "test-cleanup.h"
+#include "time-scale.h"
 
 /*
  * The tolerances of the comparisons with the kernel's values and between the backends: generous,
@@ -150,12 +151,17 @@ _printf_(1, 2) static char *write_conf(const char *fmt, ...) {
 
 /* ---- peltd --once --json -------------------------------------------------------------------------- */
 
-/* peltd --once 2 --interval 100 --json with conf (and --backend, where backend is not NULL), in a thread. */
+/*
+ * peltd --once 2 --interval 100 --json with conf (and --backend, where backend is not NULL), in a
+ * thread; done is set once peltd has ended (its output read to the end), at end_ns.
+ */
 typedef struct Once {
         const char *conf;
         const char *backend;
         char *out;
         int status;
+        uint64_t end_ns;
+        bool done;
 } Once;
 
 static void *run_once(void *arg) {
@@ -170,6 +176,8 @@ static void *run_once(void *arg) {
         }
         argv[n] = "--json";
         o->status = bench_run(argv, &o->out, &ru);
+        o->end_ns = bench_now_ns();
+        __atomic_store_n(&o->done, true, __ATOMIC_RELEASE);
         return NULL;
 }
 
