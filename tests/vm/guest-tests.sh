@@ -31,6 +31,9 @@ failures=0
 units=()
 
 . "$src/tests/lib/cgroup-lib.sh"
+# Emulated CPUs stall, and the guest's load average does not see the host's: the waits of these
+# tests and of the real-kernel tests run here get twice the room at least (test_time_scale).
+export PELTD_TEST_TIME_SCALE=${PELTD_TEST_TIME_SCALE:-2}
 
 fail() {
         echo "FAIL: $*"
@@ -421,10 +424,11 @@ part_bus() {
         out=$(user_call SetGroupShares string:"$work_cg" uint64:500) && wait_for 10 file_is "$work_cg" cpu.weight 48 &&
                 pass "$user with the rule: SetGroupShares 500 allowed (cpu.weight 48)" ||
                 bus_fail "$user with the rule: SetGroupShares: $out, cpu.weight $(cg_file "$work_cg" cpu.weight)"
-        sleep 2
+        hold_for 2
         # 500 is weight 48, which reads back as 491 shares: written once, not every round.
         n=$(log | grep -c "^$work_cg: .*shares 1024 -> 500 ")
-        ((n == 1)) && pass "shares 500 (weight 48) written once in 2 s" || bus_fail "shares 500 written $n times in 2 s"
+        ((n == 1)) && pass "shares 500 (weight 48) written once in 2 s or more" ||
+                bus_fail "shares 500 written $n times in 2 s or more"
         out=$(user_call Reload) && pass "$user with the rule: Reload allowed" || bus_fail "$user with the rule: Reload: $out"
 
         if command -v peltctl >/dev/null; then
