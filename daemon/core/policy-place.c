@@ -7,21 +7,18 @@
 static void describe_package_ids(const Planner *p, const CpuMask *set, char *buf, size_t size) {
         size_t n = 0, l;
 
-        buf[0] = 0;
-        for (size_t k = 0; k < p->t->n_packages; k++) {
+        for (size_t k = 0; k < p->t->n_packages; k++)
+                n += cpumask_intersects(&p->t->packages[k].cpus, set);
+        if (n == 0) {
+                snprintf(buf, size, "no package");
+                return;
+        }
+        snprintf(buf, size, "%s", n == 1 ? "package " : "packages ");
+        for (size_t k = 0, i = 0; k < p->t->n_packages; k++) {
                 if (!cpumask_intersects(&p->t->packages[k].cpus, set))
                         continue;
                 l = strlen(buf);
-                snprintf(buf + l, size - l, "%s%d", n ? ", " : "", p->t->packages[k].id);
-                n++;
-        }
-        if (n == 0)
-                snprintf(buf, size, "no package");
-        else {
-                char tmp[128];
-
-                snprintf(tmp, sizeof tmp, "%s %s", n == 1 ? "package" : "packages", buf);
-                snprintf(buf, size, "%s", tmp);
+                snprintf(buf + l, size - l, "%s%d", i++ ? ", " : "", p->t->packages[k].id);
         }
 }
 
@@ -133,8 +130,10 @@ static void describe_pack(const Planner *p, const GroupPlan *gp, const CpuMask *
                 return;
         }
         describe_package_ids(p, set, where, sizeof where);
-        snprintf(buf, size, "demand %.1f CPUs fits %d core%s (%d CPUs) of %s", cpus_of(gp->demand),
-                 count_cores(t, set), count_cores(t, set) == 1 ? "" : "s", cpumask_count(set), where);
+        /* Cut at the buffer's end like every reason; only an encoding error leaves none. */
+        if (snprintf(buf, size, "demand %.1f CPUs fits %d core%s (%d CPUs) of %s", cpus_of(gp->demand),
+                     count_cores(t, set), count_cores(t, set) == 1 ? "" : "s", cpumask_count(set), where) < 0)
+                buf[0] = '\0';
 }
 
 /* Where the candidates were cut by the fit rule, say so. */
