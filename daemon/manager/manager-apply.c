@@ -77,7 +77,7 @@ static void log_change(const ManagedGroup *g, const PolicyResult *res, const Cpu
 
 /*
  * What a group's retry state is keyed on: the planned CPUs and shares, and the online CPUs they
- * were planned on. A reload resets it (manager_apply_group()), a group made again starts afresh.
+ * were planned on. A reload resets it, a group made again starts afresh.
  */
 static char *retry_key(Manager *m, const PolicyResult *res, uint64_t shares) {
         _cleanup_free_ char *cpus = cpumask_to_list(&res->cpus), *online = cpumask_to_list(&m->topology->online);

@@ -177,11 +177,10 @@ static inline const char *fmt_cpus(const CpuMask *m, char *buf, size_t size) {
 /*
  * Applies a round's plans (manager_apply_plans()) and tells what changed: each change counted,
  * told to the hooks (PlacementChanged) and shown in STATUS=. The daemon's rounds call it, and so
- * do the tests of applying; manager_apply_group() is the same for one group, and returns 0.
+ * do the tests of applying.
  */
 void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
                           const uint64_t *cur_shares, size_t n);
-int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares);
 
 void planning_free(Planning *p);
 /* Something the plan depends on changed that the planner's inputs do not show (the topology): plan again. */

@@ -500,11 +500,6 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
                 placement_changed(m, &changes[i]);
 }
 
-int manager_apply_group(Manager *m, ManagedGroup *g, const PolicyResult *res, uint64_t cur_shares) {
-        manager_apply_groups(m, &g, &res, &cur_shares, 1);
-        return 0;
-}
-
 static int plan_and_apply(Manager *m, bool task_round) {
         Planning *a;
         SampledGroup *sg = NULL;

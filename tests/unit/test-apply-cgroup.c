@@ -3,7 +3,7 @@
  * Applying and restoring against a simulated cgroup v1 hierarchy that enforces the kernel's cpuset
  * rules (a child inside its parent: EACCES when it would leave it, EBUSY when the parent would
  * leave a child out), so that ordering, retries and rollback are tested on every run, through the
- * daemon's own apply steps (apply-steps.h, manager_apply_group()). With --mounts (root, the kernel
+ * daemon's own apply steps (apply-steps.h, manager_apply_groups()). With --mounts (root, the kernel
  * suite) only what needs a mount of its own: a state directory that is full.
  */
 #include <setjmp.h>
@@ -736,7 +736,7 @@ static void test_missing_file_of_a_present_group(_unused_ void **state) {
         done(w, 1);
 }
 
-/* ---- The daemon's side: manager_apply_group() over rounds, its log lines counted ---------------- */
+/* ---- The daemon's side: manager_apply_groups() over rounds, its log lines counted --------------- */
 
 /* The log of a daemon test, shown when it fails (stderr goes to a file while it runs). */
 static char logpath[300];
@@ -787,9 +787,13 @@ static int logged(_unused_ const Daemon *d, const char *s) {
 
 /* n rounds that plan cpus for the group (shares left alone). */
 static void rounds(Daemon *d, const char *cpus, int n) {
+        ManagedGroup *g = &d->g;
+        const PolicyResult *res = &d->res;
+        const uint64_t shares = 0;
+
         assert_int_equal(cpumask_parse_list(cpus, &d->res.cpus), 0);
         for (int i = 0; i < n; i++)
-                assert_int_equal(manager_apply_group(&d->m, &d->g, &d->res, 0), 0);
+                manager_apply_groups(&d->m, &g, &res, &shares, 1);
 }
 
 static void test_permanent_refusals_said_once_not_retried(_unused_ void **state) {
