@@ -19,6 +19,8 @@ start=$(date +%s)
 status=${PIPESTATUS[0]}
 echo "vm: $(($(date +%s) - start)) s in all"
 if ((status != 0)) || grep -q '^FAIL' "$out"; then
+        # Again at the end: meson shows only the last lines of a long log.
+        grep '^FAIL' "$out"
         echo "vm: FAILED (exit $status, $(grep -c '^FAIL' "$out") FAIL lines)"
         exit 1
 fi
