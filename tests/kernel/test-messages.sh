@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# What peltd tells the operator: a bad option points at --help, another user hears that the daemon
-# needs root (before any lock file is touched). Each check prints "ok:" or "FAIL:". Removes its
-# files, also on failure.
+# What peltd tells the operator, on the real kernel: a bad option points at --help, another user
+# hears that the daemon needs root (before any lock file is touched), the number of groups managed
+# (at start and when it changes), Groups= globs that match nothing (once, and again when they match),
+# a dry run's stop, a run-time policy that outlives a reload. Each check prints "ok:" or "FAIL:".
+# Removes its subtree and files, also on failure.
 #
 #   test-messages.sh PELTD
 set -u
@@ -11,10 +13,20 @@ peltd=$1
 . "$here/../lib/machine-lock.sh"
 . "$here/../lib/cgroup-lib.sh"
 . "$here/../lib/daemon-lib.sh"
+. "$here/../lib/dbus-lib.sh"
 
 daemon_test_begin messages
 fail_log_lines=30
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+cleanup() {
+        dbus_cleanup
+}
+
+# count PATTERN: the lines of the log matching the extended regular expression PATTERN.
+count() { grep -c -E "$1" "$log" 2>/dev/null; }
+# logged N PATTERN: the log holds exactly N lines matching PATTERN.
+logged() { [[ $(count "$2") -eq $1 ]]; }
 
 # ---- usage and root -------------------------------------------------------------------------------
 out=$("$peltd" --frobnicate 2>&1)
@@ -32,6 +44,57 @@ check "root: another user's daemon exits 1 (exit $rc)" [ "$rc" -eq 1 ]
 check "root: it says it needs root: $out" grep -q "peltd needs root" <<<"$out"
 check "root: no lock file met first" bash -c '! grep -qi "permission denied" <<<"$1"' _ "$out"
 check "root: nothing made in the state directory" [ -z "$(ls -A "$tmp/state")" ]
+
+# ---- the groups managed, and Groups= that match nothing ------------------------------------------
+cg_create_top "/$id" "$all_cpus"
+cg_create "/$id/a1" "$all_cpus"
+cg_create "/$id/a2" "$all_cpus"
+cg_create "/$id/other" "$all_cpus"
+write_config power "Groups=/$id/a*"
+start_daemon --dry-run
+wait_for 10 running || fail "start: peltd never ran"
+check "start: the start line counts the groups: $(grep '^peltd running' "$log")" \
+        grep -qE "^peltd running: .*, 2 groups managed, " "$log"
+cg_create "/$id/a3" "$all_cpus"
+check "count: a third group is said" wait_for 5 logged 1 '^3 groups managed\.$'
+# Removed while the daemon is stopped: its next round sees none, not three counts on the way down.
+kill -STOP "$daemon_pid"
+cg_remove "/$id/a1"
+cg_remove "/$id/a2"
+cg_remove "/$id/a3"
+kill -CONT "$daemon_pid"
+unmatched="^Groups=/$id/a\\* matches nothing under CgroupRoot=/$id; managing nothing until a group matches\\.$"
+check "nothing matched: said" wait_for 5 logged 1 "$unmatched"
+sleep 1
+check "nothing matched: said once ($(count "$unmatched") lines)" logged 1 "$unmatched"
+cg_create "/$id/a4" "$all_cpus"
+check "matched again: said with the count" \
+        wait_for 5 logged 1 "^Groups=/$id/a\\* matches again under CgroupRoot=/$id: 1 group managed\\.$"
+check "count: no bare count line besides ($(grep -E '^[0-9]+ groups? managed' "$log" | tr '\n' ' '))" \
+        logged 1 '^[0-9]+ groups? managed\.$'
+
+# ---- a dry run stops -------------------------------------------------------------------------------
+stop_daemon TERM
+check "dry run: stops with exit 0 (exit $daemon_status)" [ "$daemon_status" -eq 0 ]
+check "dry run: says it writes nothing back" \
+        grep -qx "Received SIGTERM, exiting; a dry run wrote nothing, so it writes nothing back." "$log"
+check "dry run: no word of restoring" bash -c '! grep -qi "restoring" "$1"' _ "$log"
+
+# ---- a run-time policy across a reload ---------------------------------------------------------------
+dbus_start "$tmp"
+: > "$log"
+write_config power
+start_daemon
+wait_for 10 grep -q '^Owning org.peltd1' "$log" || fail "bus: org.peltd1 never owned"
+dbus-send --system --print-reply --dest=org.peltd1 /org/peltd1 org.peltd1.Manager.SetPolicy string:performance >/dev/null 2>&1 ||
+        fail "bus: SetPolicy performance failed"
+reload_daemon || fail "reload: no reload line"
+check "reload: the line says SetPolicy overrides Policy=: $(grep '^Configuration reloaded' "$log")" grep -q \
+        "^Configuration reloaded: policy performance (set at run time by SetPolicy, over Policy=power), " "$log"
+write_config performance
+reload_daemon || fail "reload: no second reload line"
+check "reload: nothing said where they agree" bash -c '[[ $(grep "^Configuration reloaded" "$1" | tail -n1) == "Configuration reloaded: policy performance, "* ]]' _ "$log"
+stop_daemon TERM
 
 if ((failures)); then
         echo "$failures check(s) failed"
