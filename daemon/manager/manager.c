@@ -658,8 +658,9 @@ static int rearm(Manager *m, sd_event_source *s, usec_t next, usec_t interval) {
 
         if (next <= now) {
                 if (m->n_late_rounds++ == 0) {
-                        log_notice("A round took longer than its interval (%" PRIu64 " ms); the next starts an interval later.",
-                                   interval / USEC_PER_MSEC);
+                        log_notice("A round took longer than its interval (%" PRIu64 " ms); the next starts an interval later. "
+                                   "If this recurs, raise %s= or the machine is overloaded.",
+                                   interval / USEC_PER_MSEC, s == m->task_timer ? "TaskSampleIntervalMSec" : "SampleIntervalMSec");
                         m->late_timer = s;
                         manager_notify_status(m);
                 }

@@ -3,8 +3,9 @@
 # What peltd tells the operator, on the real kernel: a bad option points at --help, another user
 # hears that the daemon needs root (before any lock file is touched), the number of groups managed
 # (at start and when it changes), Groups= globs that match nothing (once, and again when they match),
-# a dry run's stop, a run-time policy that outlives a reload. Each check prints "ok:" or "FAIL:".
-# Removes its subtree and files, also on failure.
+# a dry run's stop, a run-time policy that outlives a reload, advice with late rounds, and threads
+# the BPF iterator cannot see only at debug level when they are PID 1's alone. Each check prints
+# "ok:" or "FAIL:". Removes its subtree and files, also on failure.
 #
 #   test-messages.sh PELTD
 set -u
@@ -73,12 +74,27 @@ check "matched again: said with the count" \
 check "count: no bare count line besides ($(grep -E '^[0-9]+ groups? managed' "$log" | tr '\n' ' '))" \
         logged 1 '^[0-9]+ groups? managed\.$'
 
+# ---- late rounds: advice ---------------------------------------------------------------------------
+kill -STOP "$daemon_pid"
+sleep 0.5
+kill -CONT "$daemon_pid"
+check "late: the line gives advice" wait_for 5 grep -qE \
+        "^A round took longer than its interval \([0-9]+ ms\); the next starts an interval later\. If this recurs, raise (Task)?SampleIntervalMSec= or the machine is overloaded\.$" "$log"
+
 # ---- a dry run stops -------------------------------------------------------------------------------
 stop_daemon TERM
 check "dry run: stops with exit 0 (exit $daemon_status)" [ "$daemon_status" -eq 0 ]
 check "dry run: says it writes nothing back" \
         grep -qx "Received SIGTERM, exiting; a dry run wrote nothing, so it writes nothing back." "$log"
 check "dry run: no word of restoring" bash -c '! grep -qi "restoring" "$1"' _ "$log"
+
+# ---- the BPF iterator's hidden threads, when they are PID 1's only ----------------------------------
+hidden=$(grep '^The BPF task iterator does not show' "$log")
+if "$peltd" --once 0.2 --log-level debug 2>&1 >/dev/null | grep -q '^The BPF task iterator does not show [0-9]* of the [0-9]* threads /proc lists, of 1 process (1 "'; then
+        check "hidden: PID 1's threads alone are not said at the default level ($hidden)" [ -z "$hidden" ]
+else
+        pass "hidden: this machine hides more than PID 1's threads from the iterator, or none (nothing to check)"
+fi
 
 # ---- a run-time policy across a reload ---------------------------------------------------------------
 dbus_start "$tmp"
