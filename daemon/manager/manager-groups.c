@@ -10,7 +10,9 @@
 
 #include "peltd/apply-systemd.h"
 #include "peltd/apply-values.h"
+#include "peltd/cgroup-util.h"
 #include "peltd/log.h"
+#include "peltd/rootdir.h"
 
 #include "manager-internal.h"
 
@@ -342,11 +344,15 @@ static void fmt_globs(const Config *c, char *buf, size_t size) {
 
 /* Nothing under CgroupRoot= to manage (again: something is, after nothing was). */
 static void say_unmatched(const Manager *m, bool again) {
+        const RootDir *h = m->fs->mode == CGROUP_MODE_V2 ? m->fs->unified : m->fs->cpuset ? m->fs->cpuset : m->fs->cpu;
         const char *root = m->config->cgroup_root;
         char globs[512];
 
         fmt_globs(m->config, globs, sizeof globs);
-        if (!again && globs[0])
+        /* The sampler finds no group under a root that is not there (yet): that is the news then. */
+        if (!again && h && !rootdir_is_dir(h, root))
+                log_notice("CgroupRoot=%s is not there; managing nothing until it is.", root);
+        else if (!again && globs[0])
                 log_notice("Groups=%s matches nothing under CgroupRoot=%s; managing nothing until a group matches.", globs, root);
         else if (!again)
                 log_notice("CgroupRoot=%s has no child groups; managing nothing until one is made.", root);

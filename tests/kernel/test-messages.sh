@@ -96,6 +96,15 @@ else
         pass "hidden: this machine hides more than PID 1's threads from the iterator, or none (nothing to check)"
 fi
 
+# ---- a CgroupRoot= that is not there: said as such, not as a root without groups ------------------
+: > "$log"
+write_config power "CgroupRoot=/$id/missing"
+start_daemon --dry-run
+wait_for 10 running || fail "missing root: peltd never ran"
+stop_daemon TERM
+check "missing root: said to be not there" grep -qx "CgroupRoot=/$id/missing is not there; managing nothing until it is." "$log"
+check "missing root: not said to have no groups" bash -c '! grep -q "has no child groups" "$1"' _ "$log"
+
 # ---- a run-time policy across a reload ---------------------------------------------------------------
 dbus_start "$tmp"
 : > "$log"
