@@ -1,16 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Shared by scripts/run and scripts/test: install what is missing, configure and build.
 
-# Everything the build, the tests and the benchmarks use, from Debian's archive.
-PELTD_PACKAGES=(
+# From Debian's archive. What building peltd (with its BPF sampler) and running it, the demo
+# included, need: scripts/run installs these.
+PELTD_RUN_PACKAGES=(
         meson ninja-build gcc libc6-dev pkg-config
-        libsystemd-dev libcgroup-dev libinih-dev libjson-c-dev libcmocka-dev
-        dbus-daemon systemd util-linux procps jq valgrind
+        libsystemd-dev libcgroup-dev libinih-dev libjson-c-dev
+        clang libbpf-dev bpftool
+        dbus-daemon util-linux procps
+)
+
+# What the tests and the benchmarks use besides: scripts/test installs both lists.
+PELTD_TEST_PACKAGES=(
+        libcmocka-dev systemd jq valgrind
         qemu-system-x86 debootstrap e2fsprogs cpio xz-utils
-        clang libclang-rt-14-dev
+        libclang-rt-14-dev
         debhelper dpkg-dev lintian
         prometheus prometheus-node-exporter curl inotify-tools
-        libbpf-dev bpftool
         gnuplot-nox rt-tests
 )
 
@@ -23,9 +29,12 @@ die() {
         exit 1
 }
 
+# ensure_packages [PACKAGE...]: install those of the packages that are missing (with none named,
+# both lists: what scripts/package and the benchmarks use).
 ensure_packages() {
         local missing=() p
-        for p in "${PELTD_PACKAGES[@]}"; do
+        (($#)) || set -- "${PELTD_RUN_PACKAGES[@]}" "${PELTD_TEST_PACKAGES[@]}"
+        for p in "$@"; do
                 dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
         done
         ((${#missing[@]})) || return 0

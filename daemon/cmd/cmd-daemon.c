@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The daemon's command entry points: running it, and --restore without it. */
 #include <systemd/sd-bus.h>
+#include <unistd.h>
 
 #include "peltd/apply-cgroup.h"
 #include "peltd/apply-values.h"
@@ -23,6 +24,13 @@ int cmd_daemon(const Args *args) {
         _cleanup_manager_metrics_ ManagerMetrics *metrics = NULL;
         _cleanup_manager_bus_ ManagerBus *bus = NULL;
 
+        /* Said before anything is opened: as another user, the first failure would be a lock file's
+         * "Permission denied", which names the symptom, not the cause. */
+        if (geteuid() != 0) {
+                log_error("peltd needs root: it writes cgroup files and records their original values. "
+                          "Run it as root.");
+                return 1;
+        }
         if (manager_new(args, &m) < 0)
                 return 1;
         if (manager_metrics_start(m, &metrics) < 0)

@@ -201,7 +201,8 @@ static int parse_option(int c, const char *arg, Args *a) {
                 printf("peltd " PELTD_VERSION "\n");
                 return 0;
         case '?':
-                /* getopt printed what was wrong. */
+                /* getopt printed what was wrong; where to look is ours to say. */
+                log_error("Try 'peltd --help'.");
                 return -EINVAL;
         default:
                 return -EINVAL;
@@ -262,7 +263,7 @@ static int parse_argv(int argc, char *argv[], Args *a) {
         }
 
         if (optind < argc) {
-                log_error("Unexpected argument \"%s\"; see peltd --help.", argv[optind]);
+                log_error("Unexpected argument \"%s\". Try 'peltd --help'.", argv[optind]);
                 return -EINVAL;
         }
         r = check_combinations(a);

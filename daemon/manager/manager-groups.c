@@ -10,7 +10,9 @@
 
 #include "peltd/apply-systemd.h"
 #include "peltd/apply-values.h"
+#include "peltd/cgroup-util.h"
 #include "peltd/log.h"
+#include "peltd/rootdir.h"
 
 #include "manager-internal.h"
 
@@ -321,7 +323,6 @@ static void forget_originals(Manager *m, const char *path) {
         }
 }
 
-/* Brings the managed list in line with the sampler's groups (both sorted by path). */
 /* Whether the sampler's groups are the managed ones, each the same directory (ids are never reused). */
 static bool same_groups(const Manager *m, const SampledGroup *sg, size_t n) {
         if (n != m->n_groups)
@@ -332,14 +333,66 @@ static bool same_groups(const Manager *m, const SampledGroup *sg, size_t n) {
         return true;
 }
 
+/* The Groups= patterns, space-separated ("" without any: then the children of CgroupRoot= are managed). */
+static void fmt_globs(const Config *c, char *buf, size_t size) {
+        size_t len = 0;
+
+        buf[0] = '\0';
+        for (char **g = c->groups; g && *g && len < size; g++)
+                len += (size_t) snprintf(buf + len, size - len, "%s%s", g == c->groups ? "" : " ", *g);
+}
+
+/* Nothing under CgroupRoot= to manage (again: something is, after nothing was). */
+static void say_unmatched(const Manager *m, bool again) {
+        const RootDir *h = m->fs->mode == CGROUP_MODE_V2 ? m->fs->unified : m->fs->cpuset ? m->fs->cpuset : m->fs->cpu;
+        const char *root = m->config->cgroup_root;
+        char globs[512];
+
+        fmt_globs(m->config, globs, sizeof globs);
+        /* The sampler finds no group under a root that is not there (yet): that is the news then. */
+        if (!again && h && !rootdir_is_dir(h, root))
+                log_notice("CgroupRoot=%s is not there; managing nothing until it is.", root);
+        else if (!again && globs[0])
+                log_notice("Groups=%s matches nothing under CgroupRoot=%s; managing nothing until a group matches.", globs, root);
+        else if (!again)
+                log_notice("CgroupRoot=%s has no child groups; managing nothing until one is made.", root);
+        else if (globs[0])
+                log_info("Groups=%s matches again under CgroupRoot=%s: %zu group%s managed.", globs, root, m->n_groups,
+                         m->n_groups == 1 ? "" : "s");
+        else
+                log_info("CgroupRoot=%s has child groups again: %zu group%s managed.", root, m->n_groups,
+                         m->n_groups == 1 ? "" : "s");
+}
+
+/*
+ * The count of managed groups, said when it changes once the daemon runs (the start line gives the
+ * first); nothing matched under CgroupRoot= is said once, and its end with the new count.
+ */
+static void say_groups(Manager *m) {
+        if (m->n_groups == 0 && !m->groups_unmatched) {
+                say_unmatched(m, false);
+                m->groups_unmatched = true;
+        } else if (m->n_groups > 0 && m->groups_unmatched) {
+                say_unmatched(m, true);
+                m->groups_unmatched = false;
+        } else if (m->running && m->n_groups > 0 && m->n_groups != m->n_groups_said)
+                log_info("%zu group%s managed.", m->n_groups, m->n_groups == 1 ? "" : "s");
+        if (m->running)
+                m->n_groups_said = m->n_groups;
+}
+
+/* Brings the managed list in line with the sampler's groups (both sorted by path). */
 int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
         ManagedGroup *ng;
         PolicyHistory *nh;
         size_t i = 0, j = 0, k = 0;
 
         /* Most rounds: nothing came or went (a group is some kilobytes; a thousand are not copied each round). */
-        if (same_groups(m, sg, n))
+        if (same_groups(m, sg, n)) {
+                if (n == 0)
+                        say_groups(m); /* at start, with none */
                 return 0;
+        }
         ng = new0(ManagedGroup, MAX(n, 1u));
         nh = new0(PolicyHistory, MAX(n, 1u));
         if (!ng || !nh) {
@@ -387,6 +440,7 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
         m->groups = ng;
         m->histories = nh;
         m->n_groups = k;
+        say_groups(m);
         return 0;
 }
 

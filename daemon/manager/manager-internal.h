@@ -138,6 +138,9 @@ struct Manager {
         ManagedGroup *groups;        /* sorted by path */
         PolicyHistory *histories;    /* the planner's, one a group, at its index in groups */
         size_t n_groups;
+        size_t n_groups_said;        /* the count the log last gave (the start line, then each change) */
+        bool running;                /* the start line is said: changes of the count are said from then */
+        bool groups_unmatched;       /* nothing under CgroupRoot= matched: said once until something does */
         unsigned task_rounds;
         int sample_error;            /* the last round's sampling error, said once until it changes */
         unsigned n_failed_rounds;    /* in a row: the episode, logged once */

@@ -658,8 +658,9 @@ static int rearm(Manager *m, sd_event_source *s, usec_t next, usec_t interval) {
 
         if (next <= now) {
                 if (m->n_late_rounds++ == 0) {
-                        log_notice("A round took longer than its interval (%" PRIu64 " ms); the next starts an interval later.",
-                                   interval / USEC_PER_MSEC);
+                        log_notice("A round took longer than its interval (%" PRIu64 " ms); the next starts an interval later. "
+                                   "If this recurs, raise %s= or the machine is overloaded.",
+                                   interval / USEC_PER_MSEC, s == m->task_timer ? "TaskSampleIntervalMSec" : "SampleIntervalMSec");
                         m->late_timer = s;
                         manager_notify_status(m);
                 }
@@ -757,8 +758,9 @@ static int arm_timers(Manager *m) {
 static int on_sigterm(sd_event_source *s, _unused_ const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
-        (void) sd_notify(false, "STOPPING=1\nSTATUS=Restoring original values.");
-        log_info("Received %s, restoring and exiting.", sd_event_source_get_signal(s) == SIGINT ? "SIGINT" : "SIGTERM");
+        (void) sd_notify(false, m->dry_run ? "STOPPING=1\nSTATUS=Stopping (dry run)." : "STOPPING=1\nSTATUS=Restoring original values.");
+        log_info("Received %s, %s.", sd_event_source_get_signal(s) == SIGINT ? "SIGINT" : "SIGTERM",
+                 m->dry_run ? "exiting; a dry run wrote nothing, so it writes nothing back" : "restoring and exiting");
         return sd_event_exit(m->event, 0);
 }
 
@@ -849,7 +851,7 @@ static void put_back_dropped_shares(Manager *m, const Config *old) {
 static int reload(Manager *m, char **ret_message) {
         _cleanup_subtree_lock_ SubtreeLock *lock = NULL;
         _cleanup_config_ Config *c = NULL;
-        bool dry_run;
+        bool dry_run, runtime_overrides;
         Config *old;
         int r;
 
@@ -875,6 +877,8 @@ static int reload(Manager *m, char **ret_message) {
         config_free(old);
 
         settings_changed(m);
+        /* SetPolicy holds across reloads: where it differs from Policy=, the line says which wins. */
+        runtime_overrides = m->runtime_policy != POLICY_INVALID && m->runtime_policy != m->config->policy;
         for (size_t i = 0; i < m->n_groups; i++)
                 m->groups[i].target_known = false; /* Backend= may have changed */
         r = arm_timers(m);
@@ -883,9 +887,10 @@ static int reload(Manager *m, char **ret_message) {
                 log_error_errno(r, "Failed to re-arm the timers: %m");
                 m->rearm_failed = true;
         }
-        log_info("Configuration reloaded: policy %s, groups every %" PRIu64 " ms, threads %s.",
-                 policy_to_string(m->policy), m->config->sample_interval_usec / USEC_PER_MSEC,
-                 m->task_tracking ? "tracked" : "not tracked");
+        log_info("Configuration reloaded: policy %s%s%s%s, groups every %" PRIu64 " ms, threads %s.",
+                 policy_to_string(m->policy), runtime_overrides ? " (set at run time by SetPolicy, over Policy=" : "",
+                 runtime_overrides ? policy_to_string(m->config->policy) : "", runtime_overrides ? ")" : "",
+                 m->config->sample_interval_usec / USEC_PER_MSEC, m->task_tracking ? "tracked" : "not tracked");
         return 0;
 }
 
@@ -1090,6 +1095,15 @@ static void read_watchdog(Manager *m) {
                 m->watchdog_usec = 0;
 }
 
+static int sync_baseline_groups(Manager *m) {
+        SampledGroup *sg = NULL;
+        size_t n = sampling_groups(m->sampling, &sg);
+
+        if (!sg)
+                return -ENOMEM;
+        return manager_sync_groups(m, sg, n);
+}
+
 int manager_new(const Args *args, Manager **ret) {
         _cleanup_manager_ Manager *m = NULL;
         int r;
@@ -1124,7 +1138,12 @@ int manager_new(const Args *args, Manager **ret) {
         read_watchdog(m);
 
         /* The baseline sample: the first rounds need something to take differences from. */
-        (void) note_sample_error(m, sample(m, true));
+        r = note_sample_error(m, sample(m, true));
+        if (r == 0)
+                /* Its groups are managed from now: the start line counts them. */
+                r = sync_baseline_groups(m);
+        if (r == -ENOMEM)
+                return log_oom();
 
         *ret = TAKE_PTR(m);
         return 0;
@@ -1134,10 +1153,14 @@ int manager_run(Manager *m) {
         char b[128];
         int r, exit_code = 0;
 
-        log_info("peltd running: policy %s%s, %s, cgroup %s, online CPUs %s, groups every %" PRIu64 " ms, threads %s.",
+        log_info("peltd running: policy %s%s, %s, cgroup %s, online CPUs %s, %zu group%s managed, groups every %" PRIu64
+                 " ms, threads %s.",
                  policy_to_string(m->policy), m->dry_run ? " (dry run)" : "", m->config->cgroup_root,
-                 cgroup_mode_to_string(m->fs->mode), fmt_cpus(&m->topology->online, b, sizeof b),
-                 m->config->sample_interval_usec / USEC_PER_MSEC, m->task_tracking ? "tracked" : "not tracked");
+                 cgroup_mode_to_string(m->fs->mode), fmt_cpus(&m->topology->online, b, sizeof b), m->n_groups,
+                 m->n_groups == 1 ? "" : "s", m->config->sample_interval_usec / USEC_PER_MSEC,
+                 m->task_tracking ? "tracked" : "not tracked");
+        m->running = true;
+        m->n_groups_said = m->n_groups;
         (void) sd_notify(false, "READY=1");
         manager_notify_status(m);
 

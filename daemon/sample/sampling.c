@@ -222,10 +222,12 @@ static void say_hidden(BpfSampler *b, const RootDir *sysroot, const char *settin
                 len += (size_t) snprintf(examples + len, sizeof examples - len, "%s%d \"%s\"", i > 0 ? ", " : "", (int) h.pid[i],
                                          name);
         }
-        log_notice("The BPF task iterator does not show %zu of the %zu threads /proc lists, of %zu process%s (%s%s): "
-                   "their load is not tracked; %sproc reads them.",
-                   h.n_threads, h.n_listed, h.n_processes, h.n_processes == 1 ? "" : "es", examples,
-                   h.n_processes > BPF_HIDDEN_EXAMPLES ? ", ..." : "", setting);
+        /* Only PID 1's (the machine's init, hidden by some sandboxes): its load matters to no placement. */
+        log_full(h.n_processes == 1 && h.pid[0] == 1 ? LOG_DEBUG : LOG_NOTICE,
+                 "The BPF task iterator does not show %zu of the %zu threads /proc lists, of %zu process%s (%s%s): "
+                 "their load is not tracked; %sproc reads them.",
+                 h.n_threads, h.n_listed, h.n_processes, h.n_processes == 1 ? "" : "es", examples,
+                 h.n_processes > BPF_HIDDEN_EXAMPLES ? ", ..." : "", setting);
 }
 
 int sampling_open_backend(const RootDir *sysroot, CgroupMode mode, SamplingBackend want, const char *setting, BpfSampler **ret_bpf) {

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # A private system bus for tests, configured as Debian's system bus is (deny by default: no name
 # owned, no method call sent unless a policy allows it) with the project's conf/org.peltd1.conf
-# included. Source it (after tests/lib/cgroup-lib.sh), then:
+# included. Source it (after tests/lib/cgroup-lib.sh), then (dbus_start and dbus_stop come from
+# scripts/bus-lib.sh, which scripts/run sources too):
 #
 #   dbus_start DIR [CONF...]
 #                     starts dbus-daemon listening on DIR/system_bus_socket and exports
@@ -20,41 +21,9 @@
 # The caller's EXIT/INT/TERM/HUP traps must call dbus_cleanup.
 
 dbus_lib_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-dbus_pid=
+# dbus_start, dbus_stop and dbus_pid: shared with scripts/run.
+. "$dbus_lib_dir/../../scripts/bus-lib.sh"
 polkit_pid=
-
-dbus_start() {
-        local dir=$1 i extra=
-        shift
-        for i in "$@"; do extra+="  <include>$i</include>\n"; done
-        sed -e '/<user>/d' -e '/<fork\/>/d' -e '/<pidfile>/d' -e '/<syslog\/>/d' \
-            -e '/<standard_system_servicedirs\/>/d' -e '/<servicehelper>/d' \
-            -e '/<includedir>/d' -e '/<include /d' \
-            -e "s|<listen>.*</listen>|<listen>unix:path=$dir/system_bus_socket</listen>|" \
-            -e "s|</busconfig>|  <include>$dbus_lib_dir/../../conf/org.peltd1.conf</include>\n$extra</busconfig>|" \
-            /usr/share/dbus-1/system.conf > "$dir/system.conf" || return 1
-        grep -q "$dir/system_bus_socket" "$dir/system.conf" || { echo "dbus_start: no <listen> in system.conf" >&2; return 1; }
-        rm -f "$dir/system_bus_socket"
-        dbus-daemon --config-file="$dir/system.conf" --nofork --nopidfile 2> "$dir/dbus.log" &
-        dbus_pid=$!
-        for i in $(seq 100); do
-                [ -S "$dir/system_bus_socket" ] && break
-                kill -0 "$dbus_pid" 2>/dev/null || { cat "$dir/dbus.log" >&2; return 1; }
-                sleep 0.05
-        done
-        [ -S "$dir/system_bus_socket" ] || { echo "dbus_start: the bus did not come up" >&2; return 1; }
-        # Let every user reach the socket (the bus, not the file mode, decides).
-        chmod 0755 "$dir"
-        chmod 0666 "$dir/system_bus_socket"
-        export DBUS_SYSTEM_BUS_ADDRESS="unix:path=$dir/system_bus_socket"
-}
-
-dbus_stop() {
-        [ -n "$dbus_pid" ] || return 0
-        kill "$dbus_pid" 2>/dev/null
-        wait "$dbus_pid" 2>/dev/null
-        dbus_pid=
-}
 
 polkit_conf() {
         cat > "$1" <<'EOF'

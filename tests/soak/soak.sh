@@ -218,7 +218,8 @@ unexpected=$(grep -v -E \
         -e '^Sampling threads (with the BPF task iterator|from /proc)' \
         -e '^The BPF task iterator does not show [0-9]+ of the [0-9]+ threads /proc lists, of [0-9]+ process(es)? \(.*\): their load is not tracked; SamplingBackend=proc reads them.$' \
         -e '^Owning org\.peltd1 on the system bus\.$' \
-        -e '^A round took longer than its interval \([0-9]+ ms\); the next starts an interval later\.$' \
+        -e '^A round took longer than its interval \([0-9]+ ms\); the next starts an interval later\. If this recurs, raise (Task)?SampleIntervalMSec= or the machine is overloaded\.$' \
+        -e '^[0-9]+ groups? managed\.$' \
         -e '^Rounds on time again, after [0-9]+ late\.$' \
         -e '^Configuration reloaded: ' \
         -e '^Received SIGTERM' \
