@@ -58,10 +58,11 @@ int rootdir_read_cpulist(const RootDir *r, const char *path, CpuMask *ret);
 int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret);
 
 /*
- * Opens a file under the root without leaving it and without following any symlink on the way
- * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS; where the kernel
- * has no openat2, O_NOFOLLOW one component at a time). -ELOOP for a symlink, -EXDEV for a path
- * that would leave the root.
+ * Opens a file under the root without leaving it, without following any symlink and without
+ * crossing a mount on the way (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV; where the kernel has no openat2, O_NOFOLLOW one
+ * component at a time, each checked to be on the root's mount). -ELOOP for a symlink, -EXDEV for
+ * a path that would leave the root or cross a mount (a bind mount inside the hierarchy).
  */
 int rootdir_open_beneath(const RootDir *r, const char *path, int flags);
 
