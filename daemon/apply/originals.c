@@ -12,11 +12,6 @@
 #include "peltd/originals.h"
 #include "peltd/rootdir.h"
 
-/*
- * 16 MiB: an entry is about 150 bytes, so this holds some 100,000 recorded files, far more than
- * any machine's placed groups; a bigger file is not one peltd wrote.
- */
-#define STATE_FILE_MAX (16U * 1024 * 1024)
 #define EMPTY_STATE "{\"version\": 1, \"entries\": []}"
 
 /*
@@ -290,7 +285,8 @@ int originals_load_checked(const char *path, Originals **ret, const char **ret_r
                 return originals_parse(path, EMPTY_STATE, strlen(EMPTY_STATE), ret);
         if (fd < 0)
                 return fd;
-        r = read_full_fd(fd, &text, &n);
+        /* The same bound as the check above and as the writer's (originals_save()). */
+        r = read_full_fd_max(fd, STATE_FILE_MAX, &text, &n);
         if (r < 0)
                 return r;
         return originals_parse(path, text, n, ret);
@@ -415,6 +411,9 @@ static int originals_save(Originals *o) {
         json_object_put(root);
         if (r < 0)
                 return -ENOMEM;
+        /* Never a file the loader would refuse: the changes are taken back, and their writes not made. */
+        if (strlen(text) > STATE_FILE_MAX)
+                return -EFBIG;
         /* Fsynced, and its directory too: the originals must outlive a crash of the machine. */
         r = write_file_atomic(o->path, text, strlen(text), 0600, true);
         if (r < 0)

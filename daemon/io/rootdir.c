@@ -201,19 +201,21 @@ bool rootdir_is_dir(const RootDir *r, const char *path) {
 }
 
 int read_full_fd(int fd, char **ret, size_t *ret_size) {
+        return read_full_fd_max(fd, READ_FULL_MAX, ret, ret_size);
+}
+
+int read_full_fd_max(int fd, size_t max, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
-        size_t size = 0, allocated = 0;
+        /* Room for one byte more than max, to see that there is one, and the NUL. */
+        size_t size = 0, allocated = 0, cap = max + 2;
 
         for (;;) {
                 ssize_t n;
 
-                if (allocated - size < 4096) {
-                        size_t na = allocated ? allocated * 2 : 4096;
-                        char *nb;
+                if (allocated - size < 4096 && allocated < cap) {
+                        size_t na = MIN(MAX(allocated * 2, (size_t) 4096), cap);
+                        char *nb = realloc(buf, na);
 
-                        if (na > READ_FULL_MAX + 1)
-                                return -EFBIG;
-                        nb = realloc(buf, na);
                         if (!nb)
                                 return -ENOMEM;
                         buf = nb;
@@ -228,6 +230,8 @@ int read_full_fd(int fd, char **ret, size_t *ret_size) {
                 if (n == 0)
                         break;
                 size += (size_t) n;
+                if (size > max)
+                        return -EFBIG;
         }
         buf[size] = 0;
         if (ret_size)

@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -434,6 +435,64 @@ static void test_index_many_entries(_unused_ void **state) {
         }
 }
 
+/*
+ * The state file at its size limit, as the writer makes it over deep chains of groups: read back
+ * whole (the reader's bound is the writer's), and one byte over it refused.
+ */
+static void test_state_file_at_limit(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
+        _cleanup_free_ char *huge = NULL;
+        char group[300], *p;
+        size_t n = 0;
+        struct stat st;
+        const char *why = NULL;
+        FILE *f;
+
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
+        /* A chain 20 deep, and groups under each level. */
+        p = stpcpy(group, "/peltd.slice");
+        for (int level = 0; level < 20; level++)
+                p += sprintf(p, "/chain-level-%02d", level);
+        do {
+                char g[400];
+
+                snprintf(g, sizeof g, "%s/group-%zu", group, n++);
+                assert_int_equal(originals_put(o, "cpuset", g, "cpuset.cpus", "0-127", "0-3"), 0);
+                if (n % 4096 == 0) {
+                        assert_int_equal(originals_commit(o), 0);
+                        assert_int_equal(stat(path, &st), 0);
+                }
+        } while (n % 4096 != 0 || (size_t) st.st_size < STATE_FILE_MAX - STATE_FILE_MAX / 16);
+        assert_true((size_t) st.st_size > 4 * 1024 * 1024);
+
+        /* Made exactly STATE_FILE_MAX bytes long (trailing white space is allowed): read back whole. */
+        assert_non_null(f = fopen(path, "ae"));
+        for (size_t k = (size_t) st.st_size; k < STATE_FILE_MAX; k++)
+                fputc('\n', f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal((size_t) st.st_size, STATE_FILE_MAX);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
+        assert_int_equal(again->n_entries, n);
+        again = originals_free(again);
+
+        /* One byte more is not a file peltd wrote. */
+        assert_non_null(f = fopen(path, "ae"));
+        fputc('\n', f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(originals_load_checked(path, &again, &why), -EPERM);
+        assert_string_equal(why, "is too large");
+
+        /* Nor does the writer make one: the change is taken back. */
+        assert_non_null(huge = malloc(STATE_FILE_MAX + 1));
+        memset(huge, '1', STATE_FILE_MAX);
+        huge[STATE_FILE_MAX] = 0;
+        assert_int_equal(originals_put(o, "cpu", "/big", "cpu.shares", huge, "2"), 0);
+        assert_int_equal(originals_commit(o), -EFBIG);
+        assert_null(originals_find(o, "cpu", "/big", "cpu.shares"));
+        assert_int_equal(unlink(path), 0);
+}
+
 static int setup(_unused_ void **state) {
         if (!test_mkdtemp(tmpdir))
                 return -1;
@@ -463,6 +522,7 @@ int main(void) {
                 cmocka_unit_test(test_staged_changes_saved_once),
                 cmocka_unit_test(test_failed_commit_rolls_back),
                 cmocka_unit_test(test_index_many_entries),
+                cmocka_unit_test(test_state_file_at_limit),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

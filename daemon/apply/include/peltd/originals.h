@@ -19,6 +19,13 @@
  * "systemd" for unit properties, where "group" is the unit and "file" the property).
  */
 
+/*
+ * The state file's size limit, the writer's and the reader's: 16 MiB. An entry is about 150
+ * bytes (more over deep chains of groups), so this holds some 100,000 recorded files, far more
+ * than any machine's placed groups; a bigger file is not one peltd wrote.
+ */
+#define STATE_FILE_MAX ((size_t) 16 * 1024 * 1024)
+
 typedef struct Original {
         char *hierarchy;
         char *group;
@@ -66,7 +73,7 @@ int originals_lock_checked(const char *path, const char **ret_reason);
 /*
  * Loads path; a missing file is an empty set. -EBADMSG when the file does not parse. The state
  * file and its directory must pass fd_check_trusted() (a regular file, root's, not writable by
- * group or others, at most 16 MiB), and the file is never opened through a link (-ELOOP) or
+ * group or others, at most STATE_FILE_MAX bytes), and the file is never opened through a link (-ELOOP) or
  * blocking: else -EPERM or -ELOOP with *ret_reason (ret_reason may be NULL). Entries that break
  * original_check() are left out and described in refused.
  */
@@ -96,7 +103,8 @@ int originals_drop(Originals *o, const char *hierarchy, const char *group, const
 bool originals_dirty(const Originals *o);
 
 /*
- * Saves every change since the last save in one atomic write (nothing to do: 0, nothing written).
+ * Saves every change since the last save in one atomic write (nothing to do: 0, nothing written);
+ * -EFBIG when the file would be over STATE_FILE_MAX.
  * On failure those changes are taken back in memory too, so that memory and disk agree, and the
  * caller must not make the writes they were for.
  */

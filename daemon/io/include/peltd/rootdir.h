@@ -97,5 +97,7 @@ void readbuf_done(ReadBuf *b);
  * read through b.
  */
 ssize_t pread_full(int fd, ReadBuf *b);
-/* Reads all of fd from its current position into a new string (may be large, e.g. tasks files). */
+/* Reads all of fd from its current position into a new string (may be large, e.g. tasks files); over 4 MiB: -EFBIG. */
 int read_full_fd(int fd, char **ret, size_t *ret_size);
+/* The same with a bound of max bytes: a file of max bytes is read, one of max + 1 is -EFBIG. */
+int read_full_fd_max(int fd, size_t max, char **ret, size_t *ret_size);
