@@ -68,6 +68,32 @@ else
 fi
 rm -f "$state"
 
+# 1b. --restore with entries that break a rule of their own (a value not a string, a NUL in the
+# file's name, a key given twice): each refused by its index, the valid one restored, the refused
+# ones kept in the file as they were; exit 1.
+echo "$first_cpu" > "$cpuset_root/$id/a/cpuset.cpus"
+cat > "$state" <<EOT
+{"version": 1, "entries": [
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus", "original": 7, "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus\u0000x", "original": "$all_cpus", "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "$up$tmp/victim", "group": "/$id/a", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"}
+]}
+EOT
+chmod 0600 "$state"
+"$peltd" --restore --config "$conf" > "$tmp/restore.out" 2>&1
+rc=$?
+if ((rc == 1)) && victims_untouched && [[ $(cat "$cpuset_root/$id/a/cpuset.cpus") == "$all_cpus" ]] &&
+        grep -q "entry 0: a field is missing or not a string" "$tmp/restore.out" &&
+        grep -q "entry 1: a field holds a NUL byte" "$tmp/restore.out" && grep -q "entry 2: a key given twice" "$tmp/restore.out" &&
+        grep -qF 'cpuset.cpus\u0000x' "$state" && grep -qF "\"group\": \"$up$tmp/victim\", \"group\"" "$state" &&
+        grep -q '"original": 7' "$state"; then
+        pass "--restore: bad entries refused one by one and kept (exit 1), the valid one restored"
+else
+        fail "--restore with bad entries: exit $rc, a $(cat "$cpuset_root/$id/a/cpuset.cpus"): $(cat "$tmp/restore.out"); $(cat "$state")"
+fi
+rm -f "$state"
+
 # 2. Daemon start: carries on with the valid entries.
 forged_state
 "$peltd" --config "$conf" > "$tmp/daemon.out" 2>&1 &
