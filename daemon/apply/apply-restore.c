@@ -174,9 +174,26 @@ static int restore_target(const CgroupIO *io, const Originals *o, ParentCache *c
         return RESTORE_WRITE;
 }
 
+/*
+ * Whether entry i may be written: a cgroup file of a group at or under cgroup_root (a systemd
+ * unit's property is named by the unit, which original_check() checked). Refused: logged here.
+ */
+static bool entry_beneath(const Originals *o, size_t i, const char *cgroup_root) {
+        const Original *e = &o->entries[i];
+        ApplyTarget t;
+
+        if (placed_target_of(e->hierarchy, &t) >= 0 && t == APPLY_SYSTEMD)
+                return true;
+        if (cgroup_path_under(e->group, cgroup_root))
+                return true;
+        log_error("%s: refusing entry %zu (%s of %s): the group is not under CgroupRoot=%s; it stays recorded.", o->path, i,
+                  e->file, e->group, cgroup_root);
+        return false;
+}
+
 /* The writes that put back every recorded value that is still peltd's; keep[i] for entries to keep recorded. */
-static int restore_writes(const CgroupIO *io, const Originals *o, const CpuMask *online, CgWrite *w, size_t *ret_n,
-                          bool *keep) {
+static int restore_writes(const CgroupIO *io, const Originals *o, const char *cgroup_root, const CpuMask *online,
+                          CgWrite *w, size_t *ret_n, bool *keep) {
         _cleanup_(parent_cache_done) ParentCache cache = {};
         size_t n = 0;
         int r;
@@ -188,6 +205,10 @@ static int restore_writes(const CgroupIO *io, const Originals *o, const CpuMask 
                 _cleanup_free_ char *cur = NULL;
                 char *target;
 
+                if (!entry_beneath(o, i, cgroup_root)) {
+                        keep[i] = true;
+                        continue;
+                }
                 rec.pv = placed_value_at(e->hierarchy, e->file, &rec.target);
                 if (!rec.pv) {
                         /* Never so: the state file's entries are checked when it is loaded (original_check()). */
@@ -289,6 +310,11 @@ static int forget_restored(Originals *originals, const bool *keep) {
 }
 
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run) {
+        return cg_restore_beneath(io, originals, "/", online, dry_run);
+}
+
+int cg_restore_beneath(const CgroupIO *io, Originals *originals, const char *cgroup_root, const CpuMask *online,
+                       bool dry_run) {
         _cleanup_free_ CgWrite *w = NULL;
         _cleanup_free_ bool *keep = NULL;
         size_t n = 0, total = originals->n_entries;
@@ -301,7 +327,7 @@ int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, 
         if (!w || !keep)
                 return -ENOMEM;
 
-        r = restore_writes(io, originals, online, w, &n, keep);
+        r = restore_writes(io, originals, cgroup_root, online, w, &n, keep);
         if (r >= 0 && dry_run)
                 for (size_t i = 0; i < n; i++)
                         log_info("Would restore %s of %s to %s.", w[i].file, w[i].group, w[i].value);

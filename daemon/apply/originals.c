@@ -2,6 +2,8 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 
@@ -12,11 +14,6 @@
 #include "peltd/originals.h"
 #include "peltd/rootdir.h"
 
-/*
- * 16 MiB: an entry is about 150 bytes, so this holds some 100,000 recorded files, far more than
- * any machine's placed groups; a bigger file is not one peltd wrote.
- */
-#define STATE_FILE_MAX (16U * 1024 * 1024)
 #define EMPTY_STATE "{\"version\": 1, \"entries\": []}"
 
 /*
@@ -59,6 +56,7 @@ Originals *originals_free(Originals *o) {
         free(o->undo);
         free(o->index);
         strv_free(o->refused);
+        strv_free(o->refused_json);
         free(o->path);
         free(o);
         return NULL;
@@ -121,15 +119,6 @@ int originals_lock_checked(const char *path, const char **ret_reason) {
         return TAKE_FD(fd);
 }
 
-static int dup_field(json_object *e, const char *key, char **ret) {
-        json_object *v;
-
-        if (!json_object_object_get_ex(e, key, &v) || !json_object_is_type(v, json_type_string))
-                return -EBADMSG;
-        *ret = strdup(json_object_get_string(v));
-        return *ret ? 0 : -ENOMEM;
-}
-
 static bool is_one_of(const char *s, const char *const *list) {
         for (; *list; list++)
                 if (streq(s, *list))
@@ -171,34 +160,320 @@ const char *original_check(const Original *e) {
         return NULL;
 }
 
-/* Keeps a refused entry's description (for the caller's log) and drops the entry. */
-static int refuse(Originals *o, const Original *d, const char *why) {
-        char **n = realloc(o->refused, sizeof(char *) * (o->n_refused + 2));
-        char *line = NULL;
+/*
+ * Keeps a refused entry: its description for the caller's log, and its bytes as the file had them,
+ * saved back with the file (never written to a cgroup), so that nothing recorded is lost.
+ */
+static int refuse(Originals *o, const char *raw, size_t raw_n, const char *fmt, ...) _printf_(4, 5);
+static int refuse(Originals *o, const char *raw, size_t raw_n, const char *fmt, ...) {
+        char **a = realloc(o->refused, sizeof(char *) * (o->n_refused + 2)), **b;
+        char *line = NULL, *copy;
+        va_list ap;
+        int r;
 
-        if (!n)
+        if (!a)
                 return -ENOMEM;
-        o->refused = n;
-        if (asprintf(&line, "hierarchy \"%s\", group \"%s\", file \"%s\": %s", d->hierarchy, d->group, d->file, why) < 0)
+        o->refused = a;
+        b = realloc(o->refused_json, sizeof(char *) * (o->n_refused + 2));
+        if (!b)
                 return -ENOMEM;
-        o->refused[o->n_refused++] = line;
-        o->refused[o->n_refused] = NULL;
+        o->refused_json = b;
+        copy = strndup(raw, raw_n);
+        va_start(ap, fmt);
+        r = vasprintf(&line, fmt, ap);
+        va_end(ap);
+        if (!copy || r < 0) {
+                free(copy);
+                return -ENOMEM;
+        }
+        o->refused[o->n_refused] = line;
+        o->refused_json[o->n_refused++] = copy;
+        o->refused[o->n_refused] = o->refused_json[o->n_refused] = NULL;
+        return 0;
+}
+
+/*
+ * ---- A scan of the bytes json-c parsed, for what its tree does not keep: a key given twice
+ * (json-c keeps the last) and each entry's bytes. The text is JSON already (json-c took it);
+ * anything the scan does not expect makes the file not ours.
+ */
+
+typedef struct Span {
+        const char *p;
+        size_t n;
+} Span;
+
+static bool is_ws(char c) {
+        return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+static const char *skip_ws(const char *p, const char *end) {
+        while (p < end && is_ws(*p))
+                p++;
+        return p;
+}
+
+/* Past the string whose opening quote is at p, or NULL. */
+static const char *skip_string(const char *p, const char *end) {
+        for (p++; p < end; p++) {
+                if (*p == '\\')
+                        p++;
+                else if (*p == '"')
+                        return p + 1;
+        }
+        return NULL;
+}
+
+/* Past the value at p (brackets balance outside strings), or NULL. */
+static const char *skip_value(const char *p, const char *end) {
+        size_t depth = 0;
+
+        while (p < end) {
+                if (*p == '"') {
+                        p = skip_string(p, end);
+                        if (!p || depth == 0)
+                                return p;
+                        continue;
+                }
+                if (*p == '{' || *p == '[')
+                        depth++;
+                else if (*p == '}' || *p == ']') {
+                        if (depth == 0)
+                                return p;
+                        if (--depth == 0)
+                                return p + 1;
+                } else if (depth == 0 && (*p == ',' || is_ws(*p)))
+                        return p;
+                p++;
+        }
+        return depth == 0 ? p : NULL;
+}
+
+/*
+ * The members of the object at *p (its '{'): their count, and for the first `max` their key and
+ * value spans; *p moves past it. -EBADMSG for what is not an object.
+ */
+static int scan_object(const char **p, const char *end, Span *keys, Span *values, size_t max, size_t *ret_n) {
+        const char *q = skip_ws(*p, end);
+        size_t n = 0;
+
+        if (q >= end || *q != '{')
+                return -EBADMSG;
+        q = skip_ws(q + 1, end);
+        for (bool first = true; q < end && *q != '}'; first = false) {
+                const char *k = q, *v;
+
+                if (!first && (*q != ',' || (q = k = skip_ws(q + 1, end)) >= end))
+                        return -EBADMSG;
+                if (*k != '"' || !(q = skip_string(k, end)))
+                        return -EBADMSG;
+                q = skip_ws(q, end);
+                if (q >= end || *q != ':')
+                        return -EBADMSG;
+                v = skip_ws(q + 1, end);
+                q = skip_value(v, end);
+                if (!q || q == v)
+                        return -EBADMSG;
+                if (n < max) {
+                        keys[n] = (Span){ k, (size_t) (skip_string(k, end) - k) };
+                        values[n] = (Span){ v, (size_t) (q - v) };
+                }
+                n++;
+                q = skip_ws(q, end);
+        }
+        if (q >= end)
+                return -EBADMSG;
+        *p = q + 1;
+        *ret_n = n;
+        return 0;
+}
+
+/* The elements of the array at p: their spans, n of them (the caller knows n from json-c). */
+static int scan_array(const char *p, const char *end, Span *ret, size_t n) {
+        p = skip_ws(p, end);
+        if (p >= end || *p != '[')
+                return -EBADMSG;
+        p = skip_ws(p + 1, end);
+        for (size_t i = 0; i < n; i++) {
+                const char *q;
+
+                if (i > 0 && (*p != ',' || (p = skip_ws(p + 1, end)) >= end))
+                        return -EBADMSG;
+                q = skip_value(p, end);
+                if (!q || q == p)
+                        return -EBADMSG;
+                ret[i] = (Span){ p, (size_t) (q - p) };
+                p = skip_ws(q, end);
+                if (p >= end)
+                        return -EBADMSG;
+        }
+        return *p == ']' ? 0 : -EBADMSG;
+}
+
+/* Whether the JSON string at key (quotes included) says s; json-c decodes its escapes. */
+static bool key_says(Span key, const char *s) {
+        json_tokener *tok = json_tokener_new();
+        json_object *v = tok ? json_tokener_parse_ex(tok, key.p, (int) key.n) : NULL;
+        bool is = v && json_object_is_type(v, json_type_string) && (size_t) json_object_get_string_len(v) == strlen(s) &&
+                  memcmp(json_object_get_string(v), s, strlen(s)) == 0;
+
+        json_object_put(v);
+        if (tok)
+                json_tokener_free(tok);
+        return is;
+}
+
+/*
+ * The bytes of each entry (n of them, as json-c counted), in ret, from the root object's text:
+ * -EBADMSG where the root holds a key twice or the text is not as json-c read it.
+ */
+static int entry_spans(const char *text, size_t size, json_object *root, Span *ret, size_t n) {
+        Span keys[2], values[2];
+        size_t n_keys;
+        const char *p = text;
+        int r;
+
+        /* First the count, then the spans: a root holds "version" and "entries", nothing else. */
+        r = scan_object(&p, text + size, keys, values, ELEMENTSOF(keys), &n_keys);
+        if (r < 0)
+                return r;
+        if (n_keys != (size_t) json_object_object_length(root) || n_keys > ELEMENTSOF(keys))
+                return -EBADMSG;
+        for (size_t i = 0; i < n_keys; i++)
+                if (key_says(keys[i], "entries"))
+                        return scan_array(values[i].p, values[i].p + values[i].n, ret, n);
+        return -EBADMSG;
+}
+
+/* ---- The entries ------------------------------------------------------------------------------ */
+
+/* A field of an entry: a string, without a NUL (json-c keeps one written "\u0000"); else why not. */
+static const char *entry_field(json_object *e, const char *key, char **ret) {
+        json_object *v;
+        const char *s;
+
+        if (!json_object_object_get_ex(e, key, &v) || !json_object_is_type(v, json_type_string))
+                return "a field is missing or not a string";
+        s = json_object_get_string(v);
+        if (strlen(s) != (size_t) json_object_get_string_len(v))
+                return "a field holds a NUL byte";
+        *ret = strdup(s);
+        return *ret ? NULL : "";
+}
+
+/* The entry's five fields into d (freed by the caller either way); NULL, "" (out of memory) or why not. */
+static const char *entry_fields(json_object *e, Span raw, Original *d) {
+        static const char *const names[] = { "hierarchy", "group", "file", "original", "written" };
+        char **fields[] = { &d->hierarchy, &d->group, &d->file, &d->original, &d->written };
+        size_t n_keys;
+        Span k, v;
+        const char *p = raw.p, *why;
+
+        if (!json_object_is_type(e, json_type_object))
+                return "not an object";
+        if (scan_object(&p, raw.p + raw.n, &k, &v, 0, &n_keys) < 0 || n_keys != (size_t) json_object_object_length(e))
+                return "a key given twice";
+        for (size_t i = 0; i < ELEMENTSOF(names); i++) {
+                why = entry_field(e, names[i], fields[i]);
+                if (why)
+                        return why;
+        }
+        return NULL;
+}
+
+/* Entry i of the file: taken, or refused (kept, described); 0 or -ENOMEM. */
+static int parse_entry(Originals *o, json_object *e, Span raw, size_t i) {
+        Original d = {};
+        const char *why;
+        int r;
+
+        why = entry_fields(e, raw, &d);
+        if (why && !*why) {
+                original_done(&d);
+                return -ENOMEM;
+        }
+        if (why) {
+                original_done(&d);
+                return refuse(o, raw.p, raw.n, "entry %zu: %s", i, why);
+        }
+        /* Confinement: an entry that names anything but a placed file is never written. */
+        why = original_check(&d);
+        if (why) {
+                r = refuse(o, raw.p, raw.n, "entry %zu, hierarchy \"%s\", group \"%s\", file \"%s\": %s", i, d.hierarchy,
+                           d.group, d.file, why);
+                original_done(&d);
+                return r;
+        }
+        o->entries[o->n_entries++] = d;
         return 0;
 }
 
 /* text need not be NUL-terminated: n bytes, no more. */
 static bool only_whitespace(const char *text, size_t n) {
         for (size_t i = 0; i < n; i++)
-                if (!strchr(" \t\n", text[i]) || text[i] == 0)
+                if (!is_ws(text[i]))
                         return false;
         return true;
 }
 
+/* The root object of the text, or NULL: JSON, and nothing after it but white space. */
+static json_object *parse_root(const char *text, size_t n) {
+        json_tokener *tok = json_tokener_new();
+        json_object *root;
+        size_t end;
+
+        if (!tok)
+                return NULL;
+        root = json_tokener_parse_ex(tok, text, (int) n);
+        end = json_tokener_get_parse_end(tok);
+        if (root && (json_tokener_get_error(tok) != json_tokener_success || end != n) &&
+            (end > n || !only_whitespace(text + end, n - end))) {
+                json_object_put(root);
+                root = NULL;
+        }
+        json_tokener_free(tok);
+        return root;
+}
+
+/* The entries array of a root that is a peltd state file's, version 1; NULL else. */
+static json_object *root_entries(json_object *root) {
+        json_object *entries, *version;
+
+        if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "version", &version) ||
+            !json_object_is_type(version, json_type_int) || json_object_get_int(version) != 1 ||
+            !json_object_object_get_ex(root, "entries", &entries) || !json_object_is_type(entries, json_type_array))
+                return NULL;
+        return entries;
+}
+
+/* Every entry of the array, each taken or refused on its own. */
+static int parse_entries(Originals *o, const char *text, size_t size, json_object *root, json_object *entries) {
+        size_t n = json_object_array_length(entries);
+        _cleanup_free_ Span *spans = new0(Span, MAX(n, 1u));
+        int r;
+
+        o->entries = new0(Original, MAX(n, 1u));
+        o->allocated = MAX(n, 1u);
+        if (!o->entries || !spans)
+                return -ENOMEM;
+        r = entry_spans(text, size, root, spans, n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                /* Its bytes are kept, as a string: one with a NUL byte in it is not text peltd wrote. */
+                if (memchr(spans[i].p, 0, spans[i].n))
+                        return -EBADMSG;
+                r = parse_entry(o, json_object_array_get_idx(entries, i), spans[i], i);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
 int originals_parse(const char *path, const char *text, size_t n, Originals **ret) {
         _cleanup_originals_ Originals *o = NULL;
-        json_object *root, *entries, *version;
-        json_tokener *tok;
-        int r = 0;
+        json_object *root, *entries;
+        int r;
 
         o = new0(Originals, 1);
         if (!o)
@@ -209,63 +484,9 @@ int originals_parse(const char *path, const char *text, size_t n, Originals **re
         if (n > INT32_MAX)
                 return -EFBIG;
 
-        tok = json_tokener_new();
-        if (!tok)
-                return -ENOMEM;
-        root = json_tokener_parse_ex(tok, text, (int) n);
-        if (!root || json_tokener_get_error(tok) != json_tokener_success ||
-            json_tokener_get_parse_end(tok) != n) {
-                /* A trailing newline is fine; anything else is not ours. */
-                size_t end = json_tokener_get_parse_end(tok);
-
-                if (!root || end > n || !only_whitespace(text + end, n - end)) {
-                        json_object_put(root);
-                        json_tokener_free(tok);
-                        return -EBADMSG;
-                }
-        }
-        json_tokener_free(tok);
-
-        if (!json_object_is_type(root, json_type_object) || !json_object_object_get_ex(root, "version", &version) ||
-            !json_object_is_type(version, json_type_int) || json_object_get_int(version) != 1 ||
-            !json_object_object_get_ex(root, "entries", &entries) || !json_object_is_type(entries, json_type_array)) {
-                json_object_put(root);
-                return -EBADMSG;
-        }
-
-        n = json_object_array_length(entries);
-        o->entries = new0(Original, MAX(n, 1u));
-        o->allocated = MAX(n, 1u);
-        if (!o->entries) {
-                json_object_put(root);
-                return -ENOMEM;
-        }
-        for (size_t i = 0; i < n && r >= 0; i++) {
-                json_object *e = json_object_array_get_idx(entries, i);
-                Original *d = &o->entries[o->n_entries];
-                const char *why;
-
-                if (!json_object_is_type(e, json_type_object)) {
-                        r = -EBADMSG;
-                        break;
-                }
-                if ((r = dup_field(e, "hierarchy", &d->hierarchy)) >= 0 && (r = dup_field(e, "group", &d->group)) >= 0 &&
-                    (r = dup_field(e, "file", &d->file)) >= 0 && (r = dup_field(e, "original", &d->original)) >= 0)
-                        r = dup_field(e, "written", &d->written);
-                if (r < 0) {
-                        o->n_entries++; /* counted when partial, so that it is freed */
-                        break;
-                }
-                /* Confinement: an entry that names anything but a placed file is never written. */
-                why = original_check(d);
-                if (why) {
-                        r = refuse(o, d, why);
-                        original_done(d);
-                        *d = (Original){};
-                        continue;
-                }
-                o->n_entries++;
-        }
+        root = parse_root(text, n);
+        entries = root_entries(root);
+        r = entries ? parse_entries(o, text, n, root, entries) : -EBADMSG;
         json_object_put(root);
         if (r < 0)
                 return r;
@@ -290,7 +511,8 @@ int originals_load_checked(const char *path, Originals **ret, const char **ret_r
                 return originals_parse(path, EMPTY_STATE, strlen(EMPTY_STATE), ret);
         if (fd < 0)
                 return fd;
-        r = read_full_fd(fd, &text, &n);
+        /* The same bound as the check above and as the writer's (originals_save()). */
+        r = read_full_fd_max(fd, STATE_FILE_MAX, &text, &n);
         if (r < 0)
                 return r;
         return originals_parse(path, text, n, ret);
@@ -361,42 +583,64 @@ const Original *originals_find(const Originals *o, const char *hierarchy, const 
         return o->index[s] ? &o->entries[o->index[s] - 1] : NULL;
 }
 
-static json_object *to_json(const Originals *o) {
-        json_object *root = json_object_new_object(), *entries = json_object_new_array();
+static json_object *entry_to_json(const Original *e) {
+        json_object *j = json_object_new_object();
 
-        if (!root || !entries) {
-                json_object_put(root);
-                json_object_put(entries);
+        if (!j)
                 return NULL;
-        }
-        json_object_object_add(root, "version", json_object_new_int(1));
-        json_object_object_add(root, "entries", entries);
-        for (size_t i = 0; i < o->n_entries; i++) {
-                const Original *e = &o->entries[i];
-                json_object *j = json_object_new_object();
-
-                if (!j) {
-                        json_object_put(root);
-                        return NULL;
-                }
-                json_object_object_add(j, "hierarchy", json_object_new_string(e->hierarchy));
-                json_object_object_add(j, "group", json_object_new_string(e->group));
-                json_object_object_add(j, "file", json_object_new_string(e->file));
-                json_object_object_add(j, "original", json_object_new_string(e->original));
-                json_object_object_add(j, "written", json_object_new_string(e->written));
-                json_object_array_add(entries, j);
-        }
-        return root;
+        json_object_object_add(j, "hierarchy", json_object_new_string(e->hierarchy));
+        json_object_object_add(j, "group", json_object_new_string(e->group));
+        json_object_object_add(j, "file", json_object_new_string(e->file));
+        json_object_object_add(j, "original", json_object_new_string(e->original));
+        json_object_object_add(j, "written", json_object_new_string(e->written));
+        return j;
 }
 
-/* Writes the set to disk (atomically); with no entries, removes the file. Uncommitted changes count as saved. */
+/*
+ * The file's text: the entries, then the refused ones as the file had them, byte for byte (so a
+ * key given twice stays twice, and the entry stays refused).
+ */
+static int state_text(const Originals *o, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *buf = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&buf, &size);
+        const char *sep = "";
+
+        if (!f)
+                return -ENOMEM;
+        fputs("{\n  \"version\": 1,\n  \"entries\": [", f);
+        for (size_t i = 0; i < o->n_entries; i++, sep = ",") {
+                json_object *j = entry_to_json(&o->entries[i]);
+                const char *s = j ? json_object_to_json_string_ext(j, JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
+
+                if (s)
+                        fprintf(f, "%s\n    %s", sep, s);
+                json_object_put(j);
+                if (!s) {
+                        fclose(f);
+                        return -ENOMEM;
+                }
+        }
+        for (size_t i = 0; i < o->n_refused; i++, sep = ",")
+                fprintf(f, "%s\n    %s", sep, o->refused_json[i]);
+        fputs("\n  ]\n}\n", f);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        *ret_size = size;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+/*
+ * Writes the set to disk (atomically); with no entries (and none refused), removes the file.
+ * Uncommitted changes count as saved.
+ */
 static int originals_save(Originals *o) {
         _cleanup_free_ char *text = NULL;
-        const char *json;
-        json_object *root;
+        size_t size;
         int r;
 
-        if (o->n_entries == 0) {
+        if (o->n_entries == 0 && o->n_refused == 0) {
                 if (unlink(o->path) < 0 && errno != ENOENT)
                         return negative_errno();
                 undo_clear(o);
@@ -407,16 +651,14 @@ static int originals_save(Originals *o) {
         r = make_parent(o->path);
         if (r < 0)
                 return r;
-        root = to_json(o);
-        if (!root)
-                return -ENOMEM;
-        json = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-        r = json ? asprintf(&text, "%s\n", json) : -1;
-        json_object_put(root);
+        r = state_text(o, &text, &size);
         if (r < 0)
-                return -ENOMEM;
+                return r;
+        /* Never a file the loader would refuse: the changes are taken back, and their writes not made. */
+        if (size > STATE_FILE_MAX)
+                return -EFBIG;
         /* Fsynced, and its directory too: the originals must outlive a crash of the machine. */
-        r = write_file_atomic(o->path, text, strlen(text), 0600, true);
+        r = write_file_atomic(o->path, text, size, 0600, true);
         if (r < 0)
                 return r;
         undo_clear(o);

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -62,18 +63,72 @@ int rootdir_open_file(const RootDir *r, const char *path, int flags) {
 }
 
 /*
+ * What tells one mount from another: the mount id (statx STATX_MNT_ID, 5.8), else the device
+ * (older kernels: a bind mount of the same filesystem goes unseen there, one of another is seen).
+ */
+static int mount_key(int fd, uint64_t *ret) {
+        struct statx sx;
+
+        if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_MNT_ID, &sx) < 0)
+                return negative_errno();
+        if (sx.stx_mask & STATX_MNT_ID)
+                *ret = sx.stx_mnt_id;
+        else
+                *ret = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+        return 0;
+}
+
+/* 0 when fd lies on the mount `root` does, -EXDEV when on another (RESOLVE_NO_XDEV's answer). */
+static int same_mount(int fd, uint64_t root) {
+        uint64_t k;
+        int r = mount_key(fd, &k);
+
+        if (r < 0)
+                return r;
+        return k == root ? 0 : -EXDEV;
+}
+
+/* The last component: looked at (O_PATH) before it is opened, so a mount on it is never opened, let alone truncated. */
+static int open_last(int at, const char *part, int flags, uint64_t root) {
+        _cleanup_close_ int path_fd = -1, fd = -1;
+        struct stat a, b;
+        int r;
+
+        path_fd = openat(at, part, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        if (path_fd < 0)
+                return negative_errno();
+        r = same_mount(path_fd, root);
+        if (r < 0)
+                return r;
+        fd = openat(at, part, flags | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        /* The same file as the one looked at: nothing was mounted on it in between. */
+        if (fstat(path_fd, &a) < 0 || fstat(fd, &b) < 0)
+                return negative_errno();
+        if (a.st_dev != b.st_dev || a.st_ino != b.st_ino)
+                return -EXDEV;
+        return TAKE_FD(fd);
+}
+
+/*
  * Without openat2() (before 5.6, or a filter that refuses it): one component at a time, each
- * opened O_NOFOLLOW relative to the last, so no symlink is followed; ".." never gets here (paths
- * are checked before they are written) but is refused as well.
+ * opened O_NOFOLLOW relative to the last, so no symlink is followed, and each on the root's own
+ * mount, so no mount is crossed (as RESOLVE_NO_XDEV); ".." never gets here (paths are checked
+ * before they are written) but is refused as well.
  */
 static int open_beneath_walk(int dirfd, const char *path, int flags) {
         _cleanup_free_ char *copy = strdup(path);
         _cleanup_close_ int cur = -1;
         char *save = NULL, *part, *next;
-        int at = dirfd;
+        int at = dirfd, r;
+        uint64_t root;
 
         if (!copy)
                 return -ENOMEM;
+        r = mount_key(dirfd, &root);
+        if (r < 0)
+                return r;
         part = strtok_r(copy, "/", &save);
         if (!part)
                 return -EINVAL;
@@ -83,10 +138,8 @@ static int open_beneath_walk(int dirfd, const char *path, int flags) {
                 if (streq(part, ".."))
                         return -EXDEV;
                 next = strtok_r(NULL, "/", &save);
-                if (!next) {
-                        fd = openat(at, part, flags | O_NOFOLLOW | O_CLOEXEC);
-                        return fd < 0 ? negative_errno() : fd;
-                }
+                if (!next)
+                        return open_last(at, part, flags, root);
                 fd = openat(at, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0) {
                         struct stat st;
@@ -99,6 +152,9 @@ static int open_beneath_walk(int dirfd, const char *path, int flags) {
                 if (cur >= 0)
                         close(cur);
                 at = cur = fd;
+                r = same_mount(cur, root);
+                if (r < 0)
+                        return r;
                 part = next;
         }
 }
@@ -106,7 +162,7 @@ static int open_beneath_walk(int dirfd, const char *path, int flags) {
 int rootdir_open_beneath(const RootDir *r, const char *path, int flags) {
         struct open_how how = {
                 .flags = (uint64_t) (flags | O_CLOEXEC),
-                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
         };
         long fd = syscall(SYS_openat2, r->fd, relative(path), &how, sizeof how);
 
@@ -145,19 +201,21 @@ bool rootdir_is_dir(const RootDir *r, const char *path) {
 }
 
 int read_full_fd(int fd, char **ret, size_t *ret_size) {
+        return read_full_fd_max(fd, READ_FULL_MAX, ret, ret_size);
+}
+
+int read_full_fd_max(int fd, size_t max, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
-        size_t size = 0, allocated = 0;
+        /* Room for one byte more than max, to see that there is one, and the NUL. */
+        size_t size = 0, allocated = 0, cap = max + 2;
 
         for (;;) {
                 ssize_t n;
 
-                if (allocated - size < 4096) {
-                        size_t na = allocated ? allocated * 2 : 4096;
-                        char *nb;
+                if (allocated - size < 4096 && allocated < cap) {
+                        size_t na = MIN(MAX(allocated * 2, (size_t) 4096), cap);
+                        char *nb = realloc(buf, na);
 
-                        if (na > READ_FULL_MAX + 1)
-                                return -EFBIG;
-                        nb = realloc(buf, na);
                         if (!nb)
                                 return -ENOMEM;
                         buf = nb;
@@ -172,6 +230,8 @@ int read_full_fd(int fd, char **ret, size_t *ret_size) {
                 if (n == 0)
                         break;
                 size += (size_t) n;
+                if (size > max)
+                        return -EFBIG;
         }
         buf[size] = 0;
         if (ret_size)

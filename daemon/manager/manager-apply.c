@@ -37,7 +37,8 @@ int manager_restore_all(Manager *m, const char *why) {
                 return 0;
         log_info("Restoring %zu recorded original values (%s)%s.", m->originals->n_entries, why,
                  m->dry_run ? "; dry run: only saying what would be restored" : "");
-        r = cg_restore(&m->io, m->originals, &m->topology->online, m->dry_run);
+        /* Only what lies under CgroupRoot=: an entry for any other group is refused (and kept). */
+        r = cg_restore_beneath(&m->io, m->originals, m->config->cgroup_root, &m->topology->online, m->dry_run);
         if (r < 0)
                 return log_error_errno(r, "Failed to restore the original values: %m");
         if (r > 0)

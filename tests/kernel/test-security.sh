@@ -19,6 +19,8 @@ pids=()
 
 cleanup() {
         end_pids KILL "${pids[@]}"
+        mountpoint -q "$cpuset_root/$id/bm" && umount "$cpuset_root/$id/bm"
+        [[ -d $cpuset_root/$id-sib ]] && cg_remove "/$id-sib"
 }
 
 [[ $mode == v1 ]] || { echo "this test writes v1 paths; the v2 checks are the unit tests'"; exit 77; }
@@ -66,6 +68,32 @@ else
 fi
 rm -f "$state"
 
+# 1b. --restore with entries that break a rule of their own (a value not a string, a NUL in the
+# file's name, a key given twice): each refused by its index, the valid one restored, the refused
+# ones kept in the file as they were; exit 1.
+echo "$first_cpu" > "$cpuset_root/$id/a/cpuset.cpus"
+cat > "$state" <<EOT
+{"version": 1, "entries": [
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus", "original": 7, "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus\u0000x", "original": "$all_cpus", "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "$up$tmp/victim", "group": "/$id/a", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"}
+]}
+EOT
+chmod 0600 "$state"
+"$peltd" --restore --config "$conf" > "$tmp/restore.out" 2>&1
+rc=$?
+if ((rc == 1)) && victims_untouched && [[ $(cat "$cpuset_root/$id/a/cpuset.cpus") == "$all_cpus" ]] &&
+        grep -q "entry 0: a field is missing or not a string" "$tmp/restore.out" &&
+        grep -q "entry 1: a field holds a NUL byte" "$tmp/restore.out" && grep -q "entry 2: a key given twice" "$tmp/restore.out" &&
+        grep -qF 'cpuset.cpus\u0000x' "$state" && grep -qF "\"group\": \"$up$tmp/victim\", \"group\"" "$state" &&
+        grep -q '"original": 7' "$state"; then
+        pass "--restore: bad entries refused one by one and kept (exit 1), the valid one restored"
+else
+        fail "--restore with bad entries: exit $rc, a $(cat "$cpuset_root/$id/a/cpuset.cpus"): $(cat "$tmp/restore.out"); $(cat "$state")"
+fi
+rm -f "$state"
+
 # 2. Daemon start: carries on with the valid entries.
 forged_state
 "$peltd" --config "$conf" > "$tmp/daemon.out" 2>&1 &
@@ -82,6 +110,54 @@ rc=$?
 ((rc == 0)) && [[ $(cat "$cpuset_root/$id/a/cpuset.cpus") == "$all_cpus" ]] && victims_untouched ||
         fail "start: the daemon exited $rc at SIGTERM; a $(cat "$cpuset_root/$id/a/cpuset.cpus")"
 unset 'pids[-1]'
+rm -f "$state"
+
+# 2b. A group outside CgroupRoot (a sibling whose name starts like it), at daemon start: refused
+# and logged, kept in the state file, the valid entry restored.
+cg_create "/$id-sib" "$all_cpus"
+cg_create "/$id-sib/v" "$first_cpu"
+echo "$first_cpu" > "$cpuset_root/$id/a/cpuset.cpus"
+cat > "$state" <<EOT
+{"version": 1, "entries": [
+ {"hierarchy": "cpuset", "group": "/$id-sib/v", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"}
+]}
+EOT
+chmod 0600 "$state"
+"$peltd" --config "$conf" > "$tmp/daemon.out" 2>&1 &
+pids+=($!)
+if wait_for 10 grep -q "peltd running" "$tmp/daemon.out" && [[ $(cat "$cpuset_root/$id-sib/v/cpuset.cpus") == "$first_cpu" ]] &&
+        grep -q "refusing entry 0 .*not under CgroupRoot=/$id;" "$tmp/daemon.out" &&
+        [[ $(cat "$cpuset_root/$id/a/cpuset.cpus") == "$all_cpus" ]] && grep -q "/$id-sib/v" "$state"; then
+        pass "start: an entry outside CgroupRoot refused alone and kept, the valid one restored"
+else
+        fail "start: sibling $(cat "$cpuset_root/$id-sib/v/cpuset.cpus"), a $(cat "$cpuset_root/$id/a/cpuset.cpus"): $(cat "$tmp/daemon.out")"
+fi
+kill -TERM "${pids[-1]}"
+wait "${pids[-1]}"
+unset 'pids[-1]'
+[[ $(cat "$cpuset_root/$id-sib/v/cpuset.cpus") == "$first_cpu" ]] || fail "stop: the sibling outside CgroupRoot was written"
+rm -f "$state"
+
+# 2c. A bind mount inside the hierarchy (a directory of /tmp at a group's place): never crossed.
+mkdir -p "$tmp/bound" "$cpuset_root/$id/bm"
+echo "$first_cpu" > "$tmp/bound/cpuset.cpus"
+mount --bind "$tmp/bound" "$cpuset_root/$id/bm"
+cat > "$state" <<EOT
+{"version": 1, "entries": [
+ {"hierarchy": "cpuset", "group": "/$id/bm", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"}
+]}
+EOT
+chmod 0600 "$state"
+"$peltd" --restore --config "$conf" > "$tmp/restore.out" 2>&1
+rc=$?
+if ((rc == 1)) && [[ $(cat "$tmp/bound/cpuset.cpus") == "$first_cpu" ]] && grep -q "/$id/bm" "$state"; then
+        pass "--restore: a bind mount at a group's place is not crossed (exit 1, the entry kept)"
+else
+        fail "--restore through a bind mount: exit $rc, $tmp/bound/cpuset.cpus $(cat "$tmp/bound/cpuset.cpus"): $(cat "$tmp/restore.out")"
+fi
+umount "$cpuset_root/$id/bm"
+rmdir "$cpuset_root/$id/bm"
 rm -f "$state"
 
 # refused WHAT REASON: the daemon exits 1 at once (no hang), naming the file and the reason.

@@ -446,6 +446,34 @@ static void test_restore_failure_is_kept(_unused_ void **state) {
         cg_writes_free(w, n);
 }
 
+/*
+ * Entries outside CgroupRoot= (a sibling subtree, a name that only starts like the root) are
+ * refused one by one and stay recorded; the rest are restored.
+ */
+static void test_restore_only_beneath_the_root(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL;
+        CpuMask online;
+
+        sim_add("/sibling", "0-7", "1024");
+        sim_add("/sibling/v", "0-3", "1024");
+        sim_add("/peltdx", "0-7", "2");
+        snprintf(sim_find(&sim, "/peltd/batch")->shares, sizeof sim.g[0].shares, "2");
+        assert_int_equal(cpumask_parse_list("0-7", &online), 0);
+        assert_int_equal(originals_load_checked(statepath, &o, NULL), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/sibling/v", "cpuset.cpus", "0-7", "0-3"), 0);
+        assert_int_equal(originals_put(o, "cpu", "/peltd/batch", "cpu.shares", "512", "2"), 0);
+        assert_int_equal(originals_put(o, "cpu", "/peltdx", "cpu.shares", "1024", "2"), 0);
+        assert_int_equal(originals_commit(o), 0);
+
+        assert_int_equal(cg_restore_beneath(&io, o, "/peltd", &online, false), 2);
+        assert_string_equal(cpus_of("/sibling/v"), "0-3");
+        assert_string_equal(sim_find(&sim, "/peltdx")->shares, "2");
+        assert_string_equal(sim_find(&sim, "/peltd/batch")->shares, "512");
+        assert_int_equal(o->n_entries, 2);
+        assert_non_null(originals_find(o, "cpuset", "/sibling/v", "cpuset.cpus"));
+        assert_non_null(originals_find(o, "cpu", "/peltdx", "cpu.shares"));
+}
+
 static const char *find_write(CgWrite *w, size_t n, const char *group, const char *file) {
         for (size_t i = 0; i < n; i++)
                 if (streq(w[i].group, group) && streq(w[i].file, file))
@@ -959,6 +987,7 @@ int main(int argc, char *argv[]) {
                 cmocka_unit_test_setup(test_restore_narrowing_order_and_subtree_control, setup_test),
                 cmocka_unit_test_setup(test_subtree_control_two_controllers, setup_test),
                 cmocka_unit_test_setup(test_restore_failure_is_kept, setup_test),
+                cmocka_unit_test_setup(test_restore_only_beneath_the_root, setup_test),
                 cmocka_unit_test_setup(test_rollback_disables_what_it_enabled, setup_test),
                 cmocka_unit_test_setup(test_restore_inside_a_shrunk_parent, setup_test),
                 cmocka_unit_test_setup(test_restore_v2_inherit, setup_test),

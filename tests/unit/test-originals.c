@@ -3,6 +3,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -74,8 +75,10 @@ static void test_values_with_odd_characters(_unused_ void **state) {
 
 static void test_bad_file(_unused_ void **state) {
         static const char *const bad[] = {
-                "garbage", "{}", "{\"version\": 2, \"entries\": []}", "{\"version\": 1, \"entries\": [1]}",
-                "{\"version\": 1, \"entries\": [{\"hierarchy\": \"cpu\"}]}", "{\"version\": 1, \"entries\": []} x",
+                "garbage", "{}", "{\"version\": 2, \"entries\": []}", "{\"version\": 1, \"entries\": []} x",
+                /* A root key given twice: json-c would keep the last. */
+                "{\"version\": 1, \"entries\": [], \"entries\": []}",
+                "{\"version\": 1, \"entries\": [], \"entr\\u0069es\": []}",
         };
 
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
@@ -434,6 +437,124 @@ static void test_index_many_entries(_unused_ void **state) {
         }
 }
 
+/*
+ * The state file at its size limit, as the writer makes it over deep chains of groups: read back
+ * whole (the reader's bound is the writer's), and one byte over it refused.
+ */
+static void test_state_file_at_limit(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
+        _cleanup_free_ char *huge = NULL;
+        char group[300], *p;
+        size_t n = 0;
+        struct stat st;
+        const char *why = NULL;
+        FILE *f;
+
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
+        /* A chain 20 deep, and groups under each level. */
+        p = stpcpy(group, "/peltd.slice");
+        for (int level = 0; level < 20; level++)
+                p += sprintf(p, "/chain-level-%02d", level);
+        /* 1024 entries show an entry's size; then as many as make the file some 15.5 MiB, saved once. */
+        for (size_t want = 1024; n < want;) {
+                char g[400];
+
+                snprintf(g, sizeof g, "%s/group-%zu", group, n++);
+                assert_int_equal(originals_put(o, "cpuset", g, "cpuset.cpus", "0-127", "0-3"), 0);
+                if (n == 1024) {
+                        assert_int_equal(originals_commit(o), 0);
+                        assert_int_equal(stat(path, &st), 0);
+                        want = (STATE_FILE_MAX - STATE_FILE_MAX / 32) / ((size_t) st.st_size / 1024 + 2);
+                }
+        }
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_true((size_t) st.st_size > 4 * 1024 * 1024);
+
+        /* Made exactly STATE_FILE_MAX bytes long (trailing white space is allowed): read back whole. */
+        assert_non_null(f = fopen(path, "ae"));
+        for (size_t k = (size_t) st.st_size; k < STATE_FILE_MAX; k++)
+                fputc('\n', f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal((size_t) st.st_size, STATE_FILE_MAX);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
+        assert_int_equal(again->n_entries, n);
+        again = originals_free(again);
+
+        /* One byte more is not a file peltd wrote. */
+        assert_non_null(f = fopen(path, "ae"));
+        fputc('\n', f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(originals_load_checked(path, &again, &why), -EPERM);
+        assert_string_equal(why, "is too large");
+
+        /* Nor does the writer make one: the change is taken back. */
+        assert_non_null(huge = malloc(STATE_FILE_MAX + 1));
+        memset(huge, '1', STATE_FILE_MAX);
+        huge[STATE_FILE_MAX] = 0;
+        assert_int_equal(originals_put(o, "cpu", "/big", "cpu.shares", huge, "2"), 0);
+        assert_int_equal(originals_commit(o), -EFBIG);
+        assert_null(originals_find(o, "cpu", "/big", "cpu.shares"));
+        assert_int_equal(unlink(path), 0);
+}
+
+/*
+ * An entry that breaks a rule is refused on its own, named by its index, and the rest are taken:
+ * a value that is not a string, an entry that is not an object, a NUL in a string ("\u0000", which
+ * json-c keeps), a key given twice (json-c keeps the last). The refused entries stay in the file,
+ * byte for byte, through saves; the file is not removed while one is left.
+ */
+static void test_bad_entries_refused_alone(_unused_ void **state) {
+        static const char text[] =
+                "{\"version\": 1, \"entries\": [\n"
+                " {\"hierarchy\": \"cpuset\", \"group\": \"/a\", \"file\": \"cpuset.cpus\", \"original\": \"0-3\", \"written\": \"0\"},\n"
+                " {\"hierarchy\": \"cpuset\", \"group\": \"/b\", \"file\": \"cpuset.cpus\", \"original\": 7, \"written\": \"0\"},\n"
+                " 7,\n"
+                " {\"hierarchy\": \"cpuset\", \"group\": \"/c\", \"file\": \"cpuset.cpus\\u0000x\", \"original\": \"0-3\", \"written\": \"0\"},\n"
+                " {\"hierarchy\": \"cpuset\", \"group\": \"/d\", \"group\": \"/e\", \"file\": \"cpuset.cpus\", \"original\": \"0-3\", \"written\": \"0\"},\n"
+                " {\"hierarchy\": \"cpu\", \"group\": \"/a\", \"file\": \"cpu.shares\", \"original\": \"1024\", \"written\": \"2\"}\n"
+                "]}\n";
+        static const char *const why[] = { "entry 1: ", "entry 2: not an object", "entry 3: a field holds a NUL byte",
+                                           "entry 4: a key given twice" };
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
+        _cleanup_free_ char *saved = NULL;
+        struct stat st;
+        FILE *f;
+
+        assert_non_null(f = fopen(path, "we"));
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(chmod(path, 0600), 0);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
+        assert_int_equal(o->n_entries, 2);
+        assert_non_null(originals_find(o, "cpuset", "/a", "cpuset.cpus"));
+        assert_non_null(originals_find(o, "cpu", "/a", "cpu.shares"));
+        assert_null(originals_find(o, "cpuset", "/c", "cpuset.cpus"));
+        assert_null(originals_find(o, "cpuset", "/e", "cpuset.cpus"));
+        assert_int_equal(o->n_refused, ELEMENTSOF(why));
+        for (size_t i = 0; i < ELEMENTSOF(why); i++)
+                assert_true(strncmp(o->refused[i], why[i], strlen(why[i])) == 0);
+
+        /* Every valid entry restored (dropped): the refused ones stay, as they were. */
+        assert_int_equal(originals_drop(o, "cpuset", "/a", "cpuset.cpus"), 0);
+        assert_int_equal(originals_drop(o, "cpu", "/a", "cpu.shares"), 0);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
+        assert_int_equal(again->n_entries, 0);
+        assert_int_equal(again->n_refused, ELEMENTSOF(why));
+        /* The same reasons (the indexes are the saved file's: the refused entries come last). */
+        for (size_t i = 0; i < ELEMENTSOF(why); i++)
+                assert_non_null(strstr(again->refused[i], why[i] + strlen("entry N: ")));
+        assert_non_null(f = fopen(path, "re"));
+        assert_true(getdelim(&saved, &(size_t){ 0 }, 0, f) > 0);
+        fclose(f);
+        assert_non_null(strstr(saved, "\"group\": \"/d\", \"group\": \"/e\""));
+        assert_non_null(strstr(saved, "cpuset.cpus\\u0000x"));
+        assert_int_equal(unlink(path), 0);
+}
+
 static int setup(_unused_ void **state) {
         if (!test_mkdtemp(tmpdir))
                 return -1;
@@ -463,6 +584,8 @@ int main(void) {
                 cmocka_unit_test(test_staged_changes_saved_once),
                 cmocka_unit_test(test_failed_commit_rolls_back),
                 cmocka_unit_test(test_index_many_entries),
+                cmocka_unit_test(test_state_file_at_limit),
+                cmocka_unit_test(test_bad_entries_refused_alone),
         };
 
         return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* The root layer's writes: beneath the root, and never through a symlink. */
 #include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +15,7 @@
 #include <linux/filter.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +25,8 @@
 #include "test-cleanup.h"
 
 static char tmpdir[] = "/tmp/peltd-test-rootdir-XXXXXX";
+/* Root in a private mount namespace (setup()): the bind mount checks run. */
+static bool can_mount;
 
 static void put(const char *rel, const char *text) {
         char p[512];
@@ -92,6 +97,23 @@ static void check_writes_stay_beneath(const char *base) {
         snprintf(q, sizeof q, "%s/%s/root/g/cpu.shares", tmpdir, base);
         assert_int_equal(symlink(p, q), 0);
         assert_int_equal(rootdir_write_string(root, "/g/cpu.shares", "2"), -ELOOP);
+        /* A bind mount inside the root, of a directory and of a file: never crossed, never truncated. */
+        if (can_mount) {
+                snprintf(p, sizeof p, "%s/%s/outside", tmpdir, base);
+                snprintf(q, sizeof q, "%s/%s/root/bm", tmpdir, base);
+                assert_int_equal(mkdir(q, 0755), 0);
+                assert_int_equal(mount(p, q, NULL, MS_BIND, NULL), 0);
+                assert_int_equal(rootdir_write_string(root, "/bm/cpuset.cpus", "0"), -EXDEV);
+                snprintf(p, sizeof p, "%s/%s/outside/file", tmpdir, base);
+                snprintf(q, sizeof q, "%s/%s/root/g/cpu.weight", tmpdir, base);
+                put(q + strlen(tmpdir) + 1, "100\n");
+                assert_int_equal(mount(p, q, NULL, MS_BIND, NULL), 0);
+                assert_int_equal(rootdir_write_string(root, "/g/cpu.weight", "2"), -EXDEV);
+                assert_int_equal(umount(q), 0);
+                snprintf(q, sizeof q, "%s/%s/root/bm", tmpdir, base);
+                assert_int_equal(umount(q), 0);
+        } else
+                print_message("Not root in a mount namespace of its own: the bind mount checks do not run.\n");
         /* An absolute link (a "magic" one under /proc behaves the same). */
         snprintf(q, sizeof q, "%s/%s/root/abs", tmpdir, base);
         assert_int_equal(symlink("/tmp", q), 0);
@@ -151,6 +173,8 @@ static void test_writes_stay_beneath_without_openat2(_unused_ void **state) {
 static int setup(_unused_ void **state) {
         if (!test_mkdtemp(tmpdir))
                 return -1;
+        /* This process's own mount namespace, mounts not shared: the bind mounts go with it. */
+        can_mount = geteuid() == 0 && unshare(CLONE_NEWNS) == 0 && mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0;
         return 0;
 }
 

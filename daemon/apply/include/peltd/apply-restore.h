@@ -26,8 +26,16 @@ bool cg_holds_written(const char *file, const char *cur, const char *written, co
  * offline CPUs from every cpuset); anything else was changed by someone else and is left alone
  * (logged), and one back at its original already (a restore cut short) is done. Entries
  * restored, or no longer restorable (the group is gone), are forgotten, and the state file is
- * saved once, after the writes (removed when none is left). `online` is the set of online CPUs.
+ * saved once, after the writes (removed when none is left). Only cgroup files of groups at or
+ * under cgroup_root (normalised) are written: an entry for any other group is refused on its own,
+ * logged, and stays recorded (counted as left). `online` is the set of online CPUs.
  * Returns 0 when everything that could be restored was, else the number of entries left (> 0),
  * or -errno when the state file could not be updated.
+ */
+int cg_restore_beneath(const CgroupIO *io, Originals *originals, const char *cgroup_root, const CpuMask *online,
+                       bool dry_run);
+/*
+ * cg_restore_beneath() with every group allowed (cgroup_root "/"): for tests and callers that
+ * have no configuration. Whoever knows CgroupRoot= passes it to cg_restore_beneath().
  */
 int cg_restore(const CgroupIO *io, Originals *originals, const CpuMask *online, bool dry_run);

@@ -19,6 +19,13 @@
  * "systemd" for unit properties, where "group" is the unit and "file" the property).
  */
 
+/*
+ * The state file's size limit, the writer's and the reader's: 16 MiB. An entry is about 150
+ * bytes (more over deep chains of groups), so this holds some 100,000 recorded files, far more
+ * than any machine's placed groups; a bigger file is not one peltd wrote.
+ */
+#define STATE_FILE_MAX ((size_t) 16 * 1024 * 1024)
+
 typedef struct Original {
         char *hierarchy;
         char *group;
@@ -33,8 +40,14 @@ typedef struct Originals {
         char *path;
         Original *entries;
         size_t n_entries;
-        /* Entries of the file that broke a rule (original_check()), described for the log; never written. */
+        /*
+         * Entries of the file that broke a rule (not an object of five strings, a key given twice,
+         * a NUL in a string, original_check()), described for the log ("entry N: why") and their
+         * bytes as the file had them: never written to a cgroup, saved back with the file so that
+         * nothing recorded is lost (an administrator removes them).
+         */
         char **refused;
+        char **refused_json;
         size_t n_refused;
         unsigned n_saves;            /* times the file was written or removed (the tests count them) */
 
@@ -66,9 +79,10 @@ int originals_lock_checked(const char *path, const char **ret_reason);
 /*
  * Loads path; a missing file is an empty set. -EBADMSG when the file does not parse. The state
  * file and its directory must pass fd_check_trusted() (a regular file, root's, not writable by
- * group or others, at most 16 MiB), and the file is never opened through a link (-ELOOP) or
- * blocking: else -EPERM or -ELOOP with *ret_reason (ret_reason may be NULL). Entries that break
- * original_check() are left out and described in refused.
+ * group or others, at most STATE_FILE_MAX bytes), and the file is never opened through a link (-ELOOP) or
+ * blocking: else -EPERM or -ELOOP with *ret_reason (ret_reason may be NULL). -EBADMSG only for a
+ * file that is not a state file as a whole (not JSON, no version 1, no entries array, a root key
+ * given twice); an entry that breaks a rule is refused on its own (refused) and the rest are taken.
  */
 int originals_load_checked(const char *path, Originals **ret, const char **ret_reason);
 /* Parses a state file's bytes (n of them at text, not NUL-terminated); path is where it is saved. */
@@ -96,7 +110,8 @@ int originals_drop(Originals *o, const char *hierarchy, const char *group, const
 bool originals_dirty(const Originals *o);
 
 /*
- * Saves every change since the last save in one atomic write (nothing to do: 0, nothing written).
+ * Saves every change since the last save in one atomic write (nothing to do: 0, nothing written);
+ * -EFBIG when the file would be over STATE_FILE_MAX.
  * On failure those changes are taken back in memory too, so that memory and disk agree, and the
  * caller must not make the writes they were for.
  */

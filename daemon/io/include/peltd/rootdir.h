@@ -58,10 +58,11 @@ int rootdir_read_cpulist(const RootDir *r, const char *path, CpuMask *ret);
 int rootdir_read_cpumap(const RootDir *r, const char *path, CpuMask *ret);
 
 /*
- * Opens a file under the root without leaving it and without following any symlink on the way
- * (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS; where the kernel
- * has no openat2, O_NOFOLLOW one component at a time). -ELOOP for a symlink, -EXDEV for a path
- * that would leave the root.
+ * Opens a file under the root without leaving it, without following any symlink and without
+ * crossing a mount on the way (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV; where the kernel has no openat2, O_NOFOLLOW one
+ * component at a time, each checked to be on the root's mount). -ELOOP for a symlink, -EXDEV for
+ * a path that would leave the root or cross a mount (a bind mount inside the hierarchy).
  */
 int rootdir_open_beneath(const RootDir *r, const char *path, int flags);
 
@@ -96,5 +97,7 @@ void readbuf_done(ReadBuf *b);
  * read through b.
  */
 ssize_t pread_full(int fd, ReadBuf *b);
-/* Reads all of fd from its current position into a new string (may be large, e.g. tasks files). */
+/* Reads all of fd from its current position into a new string (may be large, e.g. tasks files); over 4 MiB: -EFBIG. */
 int read_full_fd(int fd, char **ret, size_t *ret_size);
+/* The same with a bound of max bytes: a file of max bytes is read, one of max + 1 is -EFBIG. */
+int read_full_fd_max(int fd, size_t max, char **ret, size_t *ret_size);
