@@ -86,7 +86,7 @@ int cmd_restore(const Args *args) {
                 }
         }
         io = cgroup_io_real(&access);
-        r = cg_restore(&io, o, &t->online, false);
+        r = cg_restore_beneath(&io, o, c->cgroup_root, &t->online, false);
         sd_bus_flush_close_unref(access.bus);
         if (r < 0) {
                 log_error_errno(r, "Failed to restore: %m");

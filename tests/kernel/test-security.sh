@@ -139,6 +139,25 @@ unset 'pids[-1]'
 [[ $(cat "$cpuset_root/$id-sib/v/cpuset.cpus") == "$first_cpu" ]] || fail "stop: the sibling outside CgroupRoot was written"
 rm -f "$state"
 
+# The same entries by hand: peltd --restore refuses the sibling alone (exit 1, kept), restores the rest.
+echo "$first_cpu" > "$cpuset_root/$id/a/cpuset.cpus"
+cat > "$state" <<EOT
+{"version": 1, "entries": [
+ {"hierarchy": "cpuset", "group": "/$id-sib/v", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"},
+ {"hierarchy": "cpuset", "group": "/$id/a", "file": "cpuset.cpus", "original": "$all_cpus", "written": "$first_cpu"}
+]}
+EOT
+chmod 0600 "$state"
+"$peltd" --restore --config "$conf" > "$tmp/restore.out" 2>&1
+rc=$?
+if ((rc == 1)) && [[ $(cat "$cpuset_root/$id-sib/v/cpuset.cpus") == "$first_cpu" ]] &&
+        [[ $(cat "$cpuset_root/$id/a/cpuset.cpus") == "$all_cpus" ]] && grep -q "/$id-sib/v" "$state"; then
+        pass "--restore: an entry outside CgroupRoot refused alone and kept (exit 1), the valid one restored"
+else
+        fail "--restore outside CgroupRoot: exit $rc, sibling $(cat "$cpuset_root/$id-sib/v/cpuset.cpus"), a $(cat "$cpuset_root/$id/a/cpuset.cpus"): $(cat "$tmp/restore.out")"
+fi
+rm -f "$state"
+
 # 2c. A bind mount inside the hierarchy (a directory of /tmp at a group's place): never crossed.
 mkdir -p "$tmp/bound" "$cpuset_root/$id/bm"
 echo "$first_cpu" > "$tmp/bound/cpuset.cpus"
