@@ -178,7 +178,12 @@ static int refuse(Originals *o, const char *raw, size_t raw_n, const char *fmt, 
         if (!b)
                 return -ENOMEM;
         o->refused_json = b;
-        copy = strndup(raw, raw_n);
+        /* Not strndup(): the file's bytes are not NUL-terminated, and strndup() may look for one past them. */
+        copy = malloc(raw_n + 1);
+        if (copy) {
+                memcpy(copy, raw, raw_n);
+                copy[raw_n] = '\0';
+        }
         va_start(ap, fmt);
         r = vasprintf(&line, fmt, ap);
         va_end(ap);

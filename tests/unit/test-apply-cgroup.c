@@ -32,7 +32,7 @@ typedef struct SimGroup {
 } SimGroup;
 
 typedef struct Sim {
-        SimGroup g[8];
+        SimGroup g[16];
         size_t n;
         int writes;
         int fail_shares;             /* error to return for cpu.shares writes; 0 */
@@ -167,7 +167,10 @@ static char tmpdir[] = "/tmp/peltd-test-apply-XXXXXX";
 static char statepath[256];
 
 static void sim_add(const char *path, const char *cpus, const char *shares) {
-        SimGroup *g = &sim.g[sim.n++];
+        SimGroup *g;
+
+        assert_true(sim.n < ELEMENTSOF(sim.g));
+        g = &sim.g[sim.n++];
 
         *g = (SimGroup){ .path = path };
         assert_int_equal(cpumask_parse_list(cpus, &g->cpus), 0);

@@ -444,7 +444,7 @@ static void test_index_many_entries(_unused_ void **state) {
 static void test_state_file_at_limit(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL, *again = NULL;
         _cleanup_free_ char *huge = NULL;
-        char group[300], *p;
+        char group[400], *p;
         size_t n = 0;
         struct stat st;
         const char *why = NULL;
@@ -457,7 +457,7 @@ static void test_state_file_at_limit(_unused_ void **state) {
                 p += sprintf(p, "/chain-level-%02d", level);
         /* 1024 entries show an entry's size; then as many as make the file some 15.5 MiB, saved once. */
         for (size_t want = 1024; n < want;) {
-                char g[400];
+                char g[500];
 
                 snprintf(g, sizeof g, "%s/group-%zu", group, n++);
                 assert_int_equal(originals_put(o, "cpuset", g, "cpuset.cpus", "0-127", "0-3"), 0);
