@@ -462,17 +462,8 @@ int main(int argc, char *argv[]) {
         snprintf(groups[1], sizeof groups[1], "%s/batch-a", top);
         snprintf(groups[2], sizeof groups[2], "%s/batch-b", top);
         snprintf(tmp, sizeof tmp, "/tmp/peltd-bench-latency-XXXXXX");
-        if (!mkdtemp(tmp))
-                bench_die("mkdtemp: %s", strerror(errno));
-        run_guard((const char *[]){ top }, 1, tmp);
-        atexit(cleanup);
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
-        signal(SIGHUP, on_signal);
-        signal(SIGPIPE, SIG_IGN);
+        run_setup((const char *[]){ top }, 1, tmp, cleanup, on_signal);
         run_mkdir_p(outdir);
-        bench_cgroup_create(top);
-        bench_cgroup_max_weight(top);
         allow_rt_check(top, 30000);
 
         printf("latency: peltd %s, %s, CPUs %s (%u package%s); cyclictest -i %u (one SCHED_OTHER thread) in lat beside batch-a\n"

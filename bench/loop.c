@@ -573,19 +573,8 @@ int main(int argc, char *argv[]) {
         snprintf(rival_top, sizeof rival_top, "/peltd-bench-loop-%d-rival", (int) getpid());
         snprintf(svc, sizeof svc, "%s/svc", top);
         snprintf(tmp, sizeof tmp, "/tmp/peltd-bench-loop-XXXXXX");
-        if (!mkdtemp(tmp))
-                bench_die("mkdtemp: %s", strerror(errno));
-        run_guard((const char *[]){ top, rival_top }, 2, tmp);
-        atexit(cleanup);
-        signal(SIGINT, on_signal);
-        signal(SIGTERM, on_signal);
-        signal(SIGHUP, on_signal);
-        signal(SIGPIPE, SIG_IGN);
+        run_setup((const char *[]){ top, rival_top }, 2, tmp, cleanup, on_signal);
         run_mkdir_p(outdir);
-        bench_cgroup_create(top);
-        bench_cgroup_create(rival_top);
-        bench_cgroup_max_weight(top);
-        bench_cgroup_max_weight(rival_top);
 
         printf("loop: peltd %s, policy %s, %s, CPUs %s; load-shape with %u threads, 10 ms periods; svc polled every 10 ms\n\n",
                peltd, policy, bench_cgroup_v2() ? "cgroup v2" : "cgroup v1", all_cpus, n_threads);

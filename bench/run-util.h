@@ -86,6 +86,27 @@ static inline void run_guard(const char *const *tops, size_t n, const char *dir)
 }
 
 /*
+ * What a bench's start shares: its scratch directory (tmp, a "/tmp/NAME-XXXXXX" template, made),
+ * the guard over tops[0..n) and tmp, cleanup at exit and on SIGINT, SIGTERM and SIGHUP (on_signal),
+ * SIGPIPE ignored, and the subtrees made with the largest CPU weight.
+ */
+static inline void run_setup(const char *const *tops, size_t n, char *tmp, void (*cleanup)(void),
+                             void (*on_signal)(int)) {
+        if (!mkdtemp(tmp))
+                bench_die("mkdtemp: %s", strerror(errno));
+        run_guard(tops, n, tmp);
+        atexit(cleanup);
+        signal(SIGINT, on_signal);
+        signal(SIGTERM, on_signal);
+        signal(SIGHUP, on_signal);
+        signal(SIGPIPE, SIG_IGN);
+        for (size_t i = 0; i < n; i++) {
+                bench_cgroup_create(tops[i]);
+                bench_cgroup_max_weight(tops[i]);
+        }
+}
+
+/*
  * Starts argv[0] (a path) in group (every hierarchy; NULL: where this process is), stdout into
  * out_fd and stderr into err_fd (-1: /dev/null). It dies with this process and is kept among
  * bench-util.h's children. Exits 127 where it cannot join the group or run.
