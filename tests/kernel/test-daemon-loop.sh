@@ -96,16 +96,22 @@ else
         fail "signals: peltd did not survive SIGPIPE, SIGUSR1, SIGUSR2, SIGALRM"
 fi
 
+# expect_all_restored WHAT GROUPS: after stop_daemon, exit 0, the four groups back on every CPU
+# and the state file gone.
+expect_all_restored() {
+        local g restored=1
+        for g in early again late .hidden; do
+                [[ $(cpus_of "$g") == "$all_cpus" ]] || restored=0
+        done
+        if [[ $daemon_status -eq 0 && $restored -eq 1 && ! -e $state ]]; then
+                pass "$1: exit 0, $2 back on $all_cpus"
+        else
+                fail "$1: exit $daemon_status; early $(cpus_of early), again $(cpus_of again), late $(cpus_of late), .hidden $(cpus_of .hidden)"
+        fi
+}
+
 stop_daemon TERM
-restored=1
-for g in early again late .hidden; do
-        [[ $(cpus_of "$g") == "$all_cpus" ]] || restored=0
-done
-if [[ $daemon_status -eq 0 && $restored -eq 1 && ! -e $state ]]; then
-        pass "SIGTERM: exit 0, every group (made late, made again, .hidden) back on $all_cpus"
-else
-        fail "SIGTERM: exit $daemon_status; early $(cpus_of early), again $(cpus_of again), late $(cpus_of late), .hidden $(cpus_of .hidden)"
-fi
+expect_all_restored "SIGTERM" "every group (made late, made again, .hidden)"
 
 # ---- SIGHUP at once at start: blocked before the configuration is read ------------------------
 # The configuration at a FIFO: reading it waits for a writer, the window before the handlers
@@ -256,15 +262,7 @@ start_workload again
 wait_for 10 placed again || fail "faults: after the failed re-arm, a group made again is not placed"
 alive || fail "faults: peltd died"
 stop_daemon TERM
-restored=1
-for g in early again late .hidden; do
-        [[ $(cpus_of "$g") == "$all_cpus" ]] || restored=0
-done
-if [[ $daemon_status -eq 0 && $restored -eq 1 && ! -e $state ]]; then
-        pass "faults: SIGTERM: exit 0, every group back on $all_cpus"
-else
-        fail "faults: SIGTERM: exit $daemon_status; early $(cpus_of early), again $(cpus_of again), late $(cpus_of late), .hidden $(cpus_of .hidden)"
-fi
+expect_all_restored "faults: SIGTERM" "every group"
 
 if ((failures)); then
         echo "$failures check(s) failed"
