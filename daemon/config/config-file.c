@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <dirent.h>
 #include <stddef.h>
 #include <sys/stat.h>
@@ -53,8 +54,8 @@ static int parse_sampling_backend(const IniPos *pos, const char *value, _unused_
         return 0;
 }
 
-/* MetricsFile=: an absolute path, or empty for none. */
-static int parse_metrics_file(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+/* MetricsFile=, KubeletCpuManagerState=: an absolute path, or empty for none. */
+static int parse_optional_path(const IniPos *pos, const char *value, const IniKey *key, void *data) {
         if (isempty(value)) {
                 free(*(char **) data);
                 *(char **) data = NULL;
@@ -171,13 +172,18 @@ static const IniKey config_keys[] = {
         { "Daemon", "StateFile", ini_parse_abs_path, offsetof(Config, state_file) },
         { "Daemon", "DryRun", ini_parse_bool, offsetof(Config, dry_run) },
         { "Daemon", "Backend", parse_backend, offsetof(Config, backend) },
-        { "Daemon", "MetricsFile", parse_metrics_file, offsetof(Config, metrics_file), .empty_ok = true },
+        { "Daemon", "MetricsFile", parse_optional_path, offsetof(Config, metrics_file), .empty_ok = true },
         { "Daemon", "SamplingBackend", parse_sampling_backend, offsetof(Config, sampling_backend) },
+        { "Daemon", "KubeletCpuManagerState", parse_optional_path, offsetof(Config, kubelet_state), .empty_ok = true },
+        /* The kernel takes PSI windows of 500 ms to 10 s, and a stall of at most the window. */
+        { "Daemon", "PressureStallMSec", ini_parse_msec, offsetof(Config, pressure_stall_usec), 0, 10000 },
+        { "Daemon", "PressureWindowMSec", ini_parse_msec, offsetof(Config, pressure_window_usec), 500, 10000 },
         { "Group", "Shares", ini_parse_u64, offsetof(GroupConfig, shares), 2, 262144 },
         { "Group", "Policy", ini_parse_policy, offsetof(GroupConfig, policy) },
         { "Group", "AllowedCPUs", config_parse_allowed_cpus, offsetof(GroupConfig, allowed_cpus) },
         { "Group", "MinCPUs", ini_parse_unsigned, offsetof(GroupConfig, min_cpus), 1, CPUMASK_MAX },
         { "Group", "Manage", ini_parse_tristate, offsetof(GroupConfig, manage) },
+        { "Group", "TakeOver", ini_parse_tristate, offsetof(GroupConfig, take_over) },
         {},
 };
 
@@ -229,6 +235,10 @@ static int config_verify(const Config *c) {
                         r = log_error_errno(EINVAL, "%s:%u: Groups=%s does not lie below CgroupRoot=%s.",
                                             strna(c->groups_file), c->groups_lines ? c->groups_lines[i] : 0,
                                             c->groups[i], c->cgroup_root);
+        if (c->pressure_stall_usec > c->pressure_window_usec)
+                r = log_error_errno(EINVAL, "PressureStallMSec=%" PRIu64 " is longer than PressureWindowMSec=%" PRIu64
+                                    "; the stall is measured within the window.",
+                                    c->pressure_stall_usec / USEC_PER_MSEC, c->pressure_window_usec / USEC_PER_MSEC);
         if (r >= 0)
                 r = verify_files(c);
         return r;

@@ -22,13 +22,18 @@ int config_new_default(Config **ret) {
                 .task_sample_interval_usec = 1000 * USEC_PER_MSEC,
                 .task_tracking = TASK_TRACKING_AUTO,
                 .backend = BACKEND_AUTO,
+                /* A packed group that waits 10% of the time for CPU is widened (the guard on packing). */
+                .pressure_stall_usec = 100 * USEC_PER_MSEC,
+                .pressure_window_usec = 1000 * USEC_PER_MSEC,
         };
         c->cgroup_root = strdup("/");
         /* /run is a tmpfs: originals recorded there survive a crash, not a reboot (which resets cgroups anyway). */
         c->state_file = strdup("/run/peltd/originals");
         /* Beside the state file, where node_exporter's textfile collector can be pointed. */
         c->metrics_file = strdup("/run/peltd/metrics.prom");
-        if (!c->cgroup_root || !c->state_file || !c->metrics_file)
+        /* Where kubelet keeps its CPU manager's checkpoint. */
+        c->kubelet_state = strdup("/var/lib/kubelet/cpu_manager_state");
+        if (!c->cgroup_root || !c->state_file || !c->metrics_file || !c->kubelet_state)
                 return -ENOMEM;
         *ret = TAKE_PTR(c);
         return 0;
@@ -41,6 +46,7 @@ Config *config_free(Config *c) {
         strv_free(c->groups);
         free(c->state_file);
         free(c->metrics_file);
+        free(c->kubelet_state);
         for (size_t i = 0; i < c->n_group_configs; i++) {
                 free(c->group_configs[i].path);
                 free(c->group_configs[i].source_file);

@@ -30,6 +30,7 @@
 #include "peltd/cpumask.h"
 #include "peltd/energy.h"
 #include "peltd/originals.h"
+#include "peltd/owner.h"
 #include "peltd/policy.h"
 #include "peltd/rootdir.h"
 #include "peltd/sampling.h"
@@ -91,6 +92,13 @@ typedef struct ManagedGroup {
         uint64_t shares_put_back;    /* SetGroupShares taken back with no Shares= set: write this once; 0: none */
 
         uint64_t n_placements;       /* placement changes applied to it, for the metrics */
+        usec_t last_change_usec;     /* CLOCK_MONOTONIC of the last placement change; 0: none */
+
+        /* Sharing the node: who else owns it (OWNER_NONE: peltd places it), and why. */
+        GroupOwner owner;
+        char owner_reason[POLICY_REASON_MAX];
+        uint64_t foreign_writes;     /* writes by others to files peltd placed, each one yielded */
+        uint64_t pressure_usec;      /* v2: cpu.pressure's some total; v1: its threads' run_delay sum */
 } ManagedGroup;
 
 /* SetGroupShares: a group path's runtime shares, kept until the daemon stops. */
@@ -152,6 +160,12 @@ struct Manager {
 
         unsigned n_changes;
         char last_change[512];
+        uint64_t placement_errors;   /* writes that failed, for the metrics */
+
+        /* CPUs held exclusively by other owners (kubelet's checkpoint, partitions, exclusive cpusets). */
+        CpuMask held;                /* all of them: in no set peltd writes */
+        CpuMask held_by[_OWNER_MAX]; /* by owner, for the metrics */
+        size_t n_owned_said[_OWNER_MAX]; /* the counts of groups owned elsewhere the log last gave */
         uint64_t n_rounds;
         Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
 

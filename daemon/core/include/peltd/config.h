@@ -39,12 +39,13 @@ typedef struct GroupConfig {
         bool has_allowed_cpus;
         unsigned min_cpus;           /* MinCPUs=; 0: unset */
         int manage;                  /* Manage=; -1: unset, 0: no, 1: yes */
+        int take_over;               /* TakeOver=; -1: unset, 0: no, 1: yes (place it though set by someone else before peltd) */
         char *source_file;           /* where the section first appeared, for messages */
         unsigned source_line;
 } GroupConfig;
 
 /* A GroupConfig with every setting unset: (GroupConfig) GROUP_CONFIG_UNSET. */
-#define GROUP_CONFIG_UNSET { .policy = POLICY_INVALID, .manage = -1 }
+#define GROUP_CONFIG_UNSET { .policy = POLICY_INVALID, .manage = -1, .take_over = -1 }
 
 typedef struct Config {
         Policy policy;
@@ -58,6 +59,9 @@ typedef struct Config {
         Backend backend;
         char *metrics_file;          /* MetricsFile=; NULL: none */
         SamplingBackend sampling_backend;
+        char *kubelet_state;         /* KubeletCpuManagerState=; NULL: none */
+        usec_t pressure_stall_usec;  /* PressureStallMSec=; 0: no pressure guard */
+        usec_t pressure_window_usec; /* PressureWindowMSec= */
         GroupConfig *group_configs;
         size_t n_group_configs;
 

@@ -8,6 +8,7 @@
 #include "peltd/config.h"
 #include "peltd/cpumask.h"
 #include "peltd/energy.h"
+#include "peltd/owner.h"
 #include "peltd/policy-name.h"
 #include "peltd/time-util.h"
 
@@ -67,6 +68,7 @@ typedef struct PolicyGroup {
         CpuMask mems;                /* NUMA node ids of cpuset.mems */
         bool has_mems;               /* false: every node */
         bool pinned_narrower;        /* threads pin themselves (sched_setaffinity) narrower than the cpuset */
+        GroupOwner owner;            /* OWNER_NONE: peltd's to place; else left alone, its demand counted on cpus */
         const GroupConfig *config;   /* [Group PATH] overrides, or NULL */
 } PolicyGroup;
 
@@ -95,6 +97,7 @@ typedef struct PolicyHistory {
 typedef struct PolicyParams {
         Policy policy;               /* the daemon's policy; a group's Policy= wins */
         const EnergyModel *energy_model; /* the kernel's, or NULL: the built-in model */
+        const CpuMask *held;         /* CPUs other owners hold exclusively: in no set planned; NULL: none */
 } PolicyParams;
 
 typedef struct PolicyResult {
