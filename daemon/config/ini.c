@@ -16,6 +16,7 @@
 #include "peltd/rootdir.h"
 #include "peltd/policy-name.h"
 #include "peltd/time-util.h"
+#include "peltd/utf8.h"
 
 enum {
         LINE_CONTINUATION = 1 << 0,  /* indented, after a key in its section: a continuation, for inih */
@@ -488,10 +489,26 @@ int ini_parse_policy(const IniPos *pos, const char *value, _unused_ const IniKey
         return 0;
 }
 
-int ini_group_section_path(const IniPos *pos, const char *arg, char **ret) {
-        char *path;
-        int r = cgroup_path_normalize(arg, &path);
+/* A path or a pattern as text names it: each "\xNN" is the byte it stands for (utf8.h). */
+static int unescape(const IniPos *pos, const char *value, const char *what, char **ret) {
+        int r = utf8_unescape(value, ret);
 
+        if (r == -ENOMEM)
+                return log_oom();
+        if (r < 0)
+                return ini_error(pos, value, "%s: a backslash starts \\xNN (two hex digits, not 00); write a backslash as \\x5c.",
+                                 what);
+        return 0;
+}
+
+int ini_group_section_path(const IniPos *pos, const char *arg, char **ret) {
+        _cleanup_free_ char *raw = NULL;
+        char *path;
+        int r = unescape(pos, arg, "[Group]", &raw);
+
+        if (r < 0)
+                return r;
+        r = cgroup_path_normalize(raw, &path);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
@@ -504,10 +521,14 @@ int ini_group_section_path(const IniPos *pos, const char *arg, char **ret) {
         return 0;
 }
 
-int ini_parse_cgroup_path(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+int ini_parse_cgroup_path(const IniPos *pos, const char *value, const IniKey *key, void *data) {
+        _cleanup_free_ char *raw = NULL;
         char *p;
-        int r = cgroup_path_normalize(value, &p);
+        int r = unescape(pos, value, key->key, &raw);
 
+        if (r < 0)
+                return r;
+        r = cgroup_path_normalize(raw, &p);
         if (r == -ENOMEM)
                 return log_oom();
         if (r < 0)
@@ -544,7 +565,13 @@ int ini_parse_globs(const IniPos *pos, const char *value, _unused_ const IniKey 
                 return log_oom();
         for (char **g = add; *g; g++) {
                 _cleanup_free_ char *norm = NULL;
+                char *raw;
+                int r = unescape(pos, *g, "Groups=", &raw);
 
+                if (r < 0)
+                        return r;
+                free(*g);
+                *g = raw;
                 if (cgroup_path_normalize(*g, &norm) < 0)
                         return ini_error(pos, value, "\"%s\" is not an absolute cgroup path pattern.", *g);
                 if (!streq(norm, *g))

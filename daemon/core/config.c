@@ -73,7 +73,7 @@ bool config_selects_group(const Config *c, const char *path) {
 
         if (c->groups) {
                 for (char **g = c->groups; *g; g++)
-                        if (fnmatch(*g, path, FNM_PATHNAME) == 0)
+                        if (fnmatch(*g, path, FNM_PATHNAME | FNM_NOESCAPE) == 0)
                                 return true;
                 return false;
         }

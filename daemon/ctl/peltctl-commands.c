@@ -98,15 +98,17 @@ int cmd_groups(sd_bus *bus, _unused_ char **args, const CtlOptions *opt) {
 }
 
 /*
- * A group path from the command line, passed as it is; only bytes that are not UTF-8 (which a
- * D-Bus string cannot carry) become "\xNN", as peltd names such groups.
+ * A group path from the command line, passed as it is: in the form peltd writes paths in, "\xNN" for
+ * a byte that is not UTF-8 (which a D-Bus string cannot carry), a control character or a backslash.
  */
 static const char *path_arg(const char *arg, char **ret_alloc) {
-        const char *p = utf8_escape(arg, ret_alloc);
-
-        if (!p)
-                log_oom();
-        return p;
+        *ret_alloc = NULL;
+        if (!utf8_is_valid(arg)) {
+                log_error("%s is not UTF-8: write each byte that is not as \\xNN, as peltctl groups shows it.",
+                          strna(utf8_escape(arg, ret_alloc)));
+                return NULL;
+        }
+        return arg;
 }
 
 int cmd_group(sd_bus *bus, char **args, const CtlOptions *opt) {

@@ -13,6 +13,7 @@
 #include "peltd/parse.h"
 #include "peltd/peltctl-dropin.h"
 #include "peltd/policy-name.h"
+#include "peltd/utf8.h"
 
 #define SHARES_MIN 2
 #define SHARES_MAX 262144
@@ -257,6 +258,13 @@ int dropin_set_shares(const char *text, const char *path, uint64_t shares, char 
         return apply_edit(text, &(Edit){ .section = "Group", .path = path, .key = "Shares", .line = line }, ret);
 }
 
+static bool has_control(const char *s) {
+        for (; *s; s++)
+                if ((unsigned char) *s < 0x20 || *s == 0x7f)
+                        return true;
+        return false;
+}
+
 int dropin_check_group_path(const char *path, const char **ret_reason) {
         _cleanup_free_ char *norm = NULL;
         const char *why = NULL;
@@ -266,29 +274,31 @@ int dropin_check_group_path(const char *path, const char **ret_reason) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                why = "is not an absolute cgroup path without \".\", \"..\" or control characters";
+                why = "is not an absolute cgroup path without \".\" or \"..\"";
         else if (streq(norm, "/"))
                 why = "is the root cgroup";
         else if (!streq(norm, path))
                 why = "is not normalised (no empty components, no trailing '/')";
         else if (strchr(path, ']'))
-                why = "contains ']'";
+                why = "contains ']' (write it as \\x5d)";
         else if (ini_find_chars_or_comment(path, strlen(path), "") < strlen(path))
                 why = "contains a ';' after whitespace (a comment to peltd.conf)";
         else if (isspace((unsigned char) path[strlen(path) - 1]))
                 why = "ends in whitespace";
         else if (strlen("[Group ]") + strlen(path) > INI_LINE_MAX)
                 why = "is too long for a line of peltd.conf";
-        else
-                /*
-                 * peltd writes only bytes 0x80..0xff as "\xNN", in lower case (utf8.h): "\x2d", as
-                 * systemd puts in unit names, or "\xC3" can only be those four characters.
-                 */
-                for (const char *p = strstr(path, "\\x"); p; p = strstr(p + 1, "\\x"))
-                        if (p[2] && strchr("89abcdef", p[2]) && p[3] && strchr("0123456789abcdef", p[3])) {
-                                why = "contains \\xNN with NN 80 to ff, which stands for a byte that is not UTF-8";
-                                break;
-                        }
+        else if (has_control(path))
+                why = "contains a control character (write it as \\xNN)";
+        else {
+                /* peltd reads "\xNN" as the byte it stands for (utf8.h), and a backslash only so. */
+                _cleanup_free_ char *raw = NULL;
+
+                r = utf8_unescape(path, &raw);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0)
+                        why = "contains a backslash that does not start \\xNN (write a backslash as \\x5c)";
+        }
         if (why) {
                 if (ret_reason)
                         *ret_reason = why;

@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +28,6 @@ int cgroup_path_normalize(const char *in, char **ret) {
                 len = (size_t) (e - p);
                 if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
                         return -EINVAL;
-                for (size_t i = 0; i < len; i++)
-                        if (iscntrl((unsigned char) p[i]))
-                                return -EINVAL;
                 out[n++] = '/';
                 memcpy(out + n, p, len);
                 n += len;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,11 +77,35 @@ bool utf8_is_valid(const char *s) {
         return true;
 }
 
+/*
+ * The bytes at s written as they are (k > 0), or as "\xNN" (0): a byte that starts no valid
+ * sequence, a control character (0x01..0x1f, 0x7f) and the backslash itself, so that the form
+ * decodes back to the bytes and two different names never print the same.
+ */
+static size_t kept_length(const char *s) {
+        size_t k = utf8_sequence_length(s, avail(s));
+
+        if (k == 1 && ((uint8_t) *s < 0x20 || *s == 0x7f || *s == '\\'))
+                return 0;
+        return k;
+}
+
+bool utf8_needs_escape(const char *s) {
+        while (*s) {
+                size_t k = kept_length(s);
+
+                if (k == 0)
+                        return true;
+                s += k;
+        }
+        return false;
+}
+
 size_t utf8_escaped_length(const char *s) {
         size_t n = 0;
 
         while (*s) {
-                size_t k = utf8_sequence_length(s, avail(s));
+                size_t k = kept_length(s);
 
                 if (k == 0) {
                         n += 4;
@@ -100,7 +125,7 @@ size_t utf8_escape_to(const char *s, char *buf, size_t size) {
         if (size == 0)
                 return 0;
         while (*s) {
-                size_t k = utf8_sequence_length(s, avail(s));
+                size_t k = kept_length(s);
 
                 if (k == 0) {
                         uint8_t b = (uint8_t) *s;
@@ -129,7 +154,7 @@ const char *utf8_escape(const char *s, char **ret_alloc) {
         char *buf;
 
         *ret_alloc = NULL;
-        if (utf8_is_valid(s))
+        if (!utf8_needs_escape(s))
                 return s;
         n = utf8_escaped_length(s);
         buf = malloc(n + 1);
@@ -138,4 +163,37 @@ const char *utf8_escape(const char *s, char **ret_alloc) {
         (void) utf8_escape_to(s, buf, n + 1);
         *ret_alloc = buf;
         return buf;
+}
+
+static int hex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        c |= 0x20;
+        return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+int utf8_unescape(const char *s, char **ret) {
+        char *out = malloc(strlen(s) + 1), *o = out;
+
+        if (!out)
+                return -ENOMEM;
+        while (*s) {
+                int hi, lo;
+
+                if (*s != '\\') {
+                        *o++ = *s++;
+                        continue;
+                }
+                hi = s[1] == 'x' ? hex_digit(s[2]) : -1;
+                lo = hi >= 0 ? hex_digit(s[3]) : -1;
+                if (lo < 0 || (hi | lo) == 0) {
+                        free(out);
+                        return -EINVAL;
+                }
+                *o++ = (char) (hi << 4 | lo);
+                s += 4;
+        }
+        *o = 0;
+        *ret = out;
+        return 0;
 }

@@ -92,15 +92,26 @@ static AuthQuery *auth_query_free(AuthQuery *q) {
 /* ---- Groups as the bus shows them ------------------------------------------------------------- */
 
 /* A managed group by its path as a caller gives it (bytes that are not UTF-8 as "\xNN"). */
+/* The group a caller names, in the form peltd writes paths in ("\xNN" for the bytes that need it). */
 static ManagedGroup *find_group(Manager *m, const char *path) {
-        for (size_t i = 0; i < m->n_groups; i++) {
-                _cleanup_free_ char *alloc = NULL;
-                const char *p = utf8_escape(m->groups[i].path, &alloc);
+        _cleanup_free_ char *raw = NULL;
 
-                if (p && streq(p, path))
-                        return &m->groups[i];
-        }
-        return NULL;
+        if (utf8_unescape(path, &raw) < 0)
+                return NULL;
+        return manager_find_group(m, raw);
+}
+
+/* InvalidArgs for a path that names no managed group, named as peltd writes paths. */
+static int not_managed(sd_bus_error *error, const char *path) {
+        _cleanup_free_ char *raw = NULL, *alloc = NULL;
+        const char *text;
+
+        if (utf8_unescape(path, &raw) < 0)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+                                         "%s: a backslash in a path starts \\xNN (two hex digits, not 00).",
+                                         strna(utf8_escape(path, &alloc)));
+        text = utf8_escape(raw, &alloc);
+        return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.", strna(text));
 }
 
 /* One row of ListGroups: (path, util, runnable, load, shares, cpus, policy, reason). */
@@ -211,12 +222,8 @@ static int method_get_group(sd_bus_message *msg, void *userdata, sd_bus_error *e
         if (r < 0)
                 return r;
         g = find_group(m, path);
-        if (!g) {
-                _cleanup_free_ char *alloc = NULL;
-
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
-                                         strna(utf8_escape(path, &alloc)));
-        }
+        if (!g)
+                return not_managed(error, path);
         r = sd_bus_message_new_method_return(msg, &reply);
         if (r >= 0)
                 r = append_group(reply, g); /* one row of ListGroups */
@@ -282,12 +289,8 @@ static int change_set_group_shares(Manager *m, sd_bus_message *msg, const Caller
         if (r < 0)
                 return r;
         g = find_group(m, path);
-        if (!g) {
-                _cleanup_free_ char *alloc = NULL;
-
-                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.",
-                                         strna(utf8_escape(path, &alloc)));
-        }
+        if (!g)
+                return not_managed(error, path);
         if (shares != 0 && (shares < MANAGER_SHARES_MIN || shares > MANAGER_SHARES_MAX))
                 return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
                                          "Shares %" PRIu64 " out of range: 2 to 262144 (cpu.shares), or 0 for the configured value.",

@@ -80,8 +80,10 @@ groups=4
 "$duty" 1 10000 50 >/dev/null &
 workload_pids+=($!)
 cg_attach "/$id/busy" "$!"
-odd_label=$(label "/$id/${odd//$'\xff'/\\xff}")
-odd_label=${odd_label//$'\n'/\\n}
+# The name as peltd writes it: the backslash, 0xff and a newline as \xNN.
+odd_text=${odd//\\/\\x5c}
+odd_text=${odd_text//$'\xff'/\\xff}
+odd_label=$(label "/$id/${odd_text//$'\n'/\\x0a}")
 
 mkdir -m 0755 "$dir"
 metrics_file=$file

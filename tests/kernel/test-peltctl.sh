@@ -349,10 +349,15 @@ check "policy turbo: the daemon's InvalidArgs ($err)" matches "$err" 'Unknown po
 run 1 --config-dir "$etc" set-shares "/$id/a" 1
 check "shares 1: the daemon's message" matches "$err" "Shares 1 out of range*"
 run 1 --config-dir "$etc" set-shares "/$id/none" 100
-run 1 --config-dir "$etc" set-shares "/$id/a\\xff" 100
-check "a path [Group] cannot name: refused before the call ($err)" matches "$err" "Cannot persist the shares of /$id/a\\\\xff*use --runtime."
+run 1 --config-dir "$etc" set-shares "/$id/a]b" 100
+check "a path [Group] cannot name: refused before the call ($err)" matches "$err" "Cannot persist the shares of /$id/a]b*use --runtime."
 run 1 --config-dir "$etc" set-shares "/$id/a\\x2d" 100
-check "a literal \\x2d goes to the daemon ($err)" matches "$err" "/$id/a\\\\x2d is not a group peltd manages."
+check "\\x2d is the byte '-' to the daemon ($err)" matches "$err" "/$id/a- is not a group peltd manages."
+run 1 --config-dir "$etc" set-shares "/$id/a\\xff" 100
+check "\\xff is the byte 0xff, named back in the same form ($err)" matches "$err" "/$id/a\\\\xff is not a group peltd manages."
+run 1 --config-dir "$etc" set-shares "/$id/a"$'\xff' 100
+check "a byte that is not UTF-8 on the command line: refused, with the form to write ($err)" \
+        matches "$err" "/$id/a\\\\xff is not UTF-8: write each byte*"
 check "refused calls: the drop-in untouched" [ "$(dropin_sum)" = "$before" ]
 mv "$dropin" "$tmp/dropin.saved"
 ln -s "$tmp/dropin.saved" "$dropin"

@@ -124,7 +124,7 @@ static const char *group_line(const char *text, const char *name, char *buf, siz
         return buf;
 }
 
-/* A quote, a backslash, a newline and a byte that is not UTF-8: \xNN first, then the format's escapes. */
+/* A quote, a backslash, a newline and a byte that is not UTF-8: \xNN first (the backslash and the newline too), then the format's escapes. */
 static void test_label_escaping(_unused_ void **state) {
         const MetricsGroup g = { .path = "/a\"b\\c\nd\xff" "e\xc3\xa9", .util = 512, .cpus = 2 };
         const MetricsSnapshot s = { .version = "1\"\\", .policy = "power", .groups = &g, .n_groups = 1 };
@@ -133,10 +133,10 @@ static void test_label_escaping(_unused_ void **state) {
 
         render(&s, &text);
         assert_string_equal(group_line(text, "peltd_group_util_cpus", line, sizeof line),
-                            "peltd_group_util_cpus{group=\"/a\\\"b\\\\c\\nd\\\\xffe\xc3\xa9\"} 0.5");
+                            "peltd_group_util_cpus{group=\"/a\\\"b\\\\x5cc\\\\x0ad\\\\xffe\xc3\xa9\"} 0.5");
         assert_string_equal(group_line(text, "peltd_group_cpus", line, sizeof line),
-                            "peltd_group_cpus{group=\"/a\\\"b\\\\c\\nd\\\\xffe\xc3\xa9\"} 2");
-        assert_string_equal(group_line(text, "peltd_build_info", line, sizeof line), "peltd_build_info{version=\"1\\\"\\\\\"} 1");
+                            "peltd_group_cpus{group=\"/a\\\"b\\\\x5cc\\\\x0ad\\\\xffe\xc3\xa9\"} 2");
+        assert_string_equal(group_line(text, "peltd_build_info", line, sizeof line), "peltd_build_info{version=\"1\\\"\\\\x5c\"} 1");
         /* Nothing raw: every newline ends a line that is a comment or a sample. */
         for (const char *p = text; *p; p = strchr(p, '\n') + 1)
                 assert_true(startswith(p, "# HELP ") || startswith(p, "# TYPE ") || startswith(p, "peltd_"));

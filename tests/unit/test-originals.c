@@ -73,6 +73,38 @@ static void test_values_with_odd_characters(_unused_ void **state) {
         assert_int_equal(originals_commit(o), 0);
 }
 
+/* Every byte a cgroup name may hold (0x01..0xff but '/'), in group names peltd records: read back the same. */
+static void test_every_byte_in_a_name(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
+        char names[3][300];
+        size_t n[3] = { 0 };
+
+        for (unsigned b = 1; b < 256; b++) {
+                char *name = names[b % 3];
+
+                if (b == '/')
+                        continue;
+                if (n[b % 3] == 0)
+                        name[n[b % 3]++] = '/';
+                name[n[b % 3]++] = (char) b;
+        }
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
+        for (size_t i = 0; i < 3; i++) {
+                names[i][n[i]] = 0;
+                assert_null(original_check(&(Original){ .hierarchy = (char *) "cpuset", .group = names[i], .file = (char *) "cpuset.cpus" }));
+                assert_int_equal(originals_put(o, "cpuset", names[i], "cpuset.cpus", "0-1", "0"), 0);
+        }
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
+        assert_int_equal(again->n_entries, 3);
+        assert_int_equal(again->n_refused, 0);
+        for (size_t i = 0; i < 3; i++) {
+                assert_non_null(originals_find(again, "cpuset", names[i], "cpuset.cpus"));
+                assert_int_equal(originals_drop(o, "cpuset", names[i], "cpuset.cpus"), 0);
+        }
+        assert_int_equal(originals_commit(o), 0);
+}
+
 static void test_bad_file(_unused_ void **state) {
         static const char *const bad[] = {
                 "garbage", "{}", "{\"version\": 2, \"entries\": []}", "{\"version\": 1, \"entries\": []} x",
@@ -147,7 +179,6 @@ static void test_forged_entries_refused(_unused_ void **state) {
                 { "cpuset", "/a//b", "cpuset.cpus" },               /* not normalized */
                 { "cpuset", "a/b", "cpuset.cpus" },                 /* not absolute */
                 { "cpuset", "/a/", "cpuset.cpus" },
-                { "cpuset", "/a\nb", "cpuset.cpus" },              /* a control character */
                 { "cpuset", "/", "release_agent" },                 /* not a placed file */
                 { "cpuset", "/a", "cgroup.procs" },
                 { "cpuset", "/a", "../../../etc/passwd" },
@@ -187,7 +218,7 @@ static void test_forged_entries_refused(_unused_ void **state) {
         assert_string_equal(o->entries[4].group, "dev-vdb.swap");
         assert_int_equal(o->n_refused, ELEMENTSOF(forged));
         assert_non_null(strstr(o->refused[0], "/../../../../tmp/x"));
-        assert_non_null(strstr(o->refused[7], "release_agent"));
+        assert_non_null(strstr(o->refused[6], "release_agent"));
         unlink(path);
 }
 
@@ -575,6 +606,7 @@ int main(void) {
                 cmocka_unit_test(test_lock_is_exclusive),
                 cmocka_unit_test(test_record_reload_forget),
                 cmocka_unit_test(test_values_with_odd_characters),
+                cmocka_unit_test(test_every_byte_in_a_name),
                 cmocka_unit_test(test_bad_file),
                 cmocka_unit_test(test_unwritable_records_nothing),
                 cmocka_unit_test(test_forged_entries_refused),

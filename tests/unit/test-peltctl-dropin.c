@@ -244,7 +244,7 @@ static void test_header_once_and_no_final_newline(_unused_ void **state) {
 
 static void test_refused(_unused_ void **state) {
         static const char *const bad_paths[] = {
-                "relative", "/", "/a/../b", "/a//b", "/a/", "/a]b", "/a ;b", "/a\tb ", "/a\nb", "/bad\\xff", "/bad\\x80/x", "",
+                "relative", "/", "/a/../b", "/a//b", "/a/", "/a]b", "/a ;b", "/a\tb ", "/a\nb", "/a\x1b" "b", "/bad\\xzz", "/bad\\x00", "/bad\\", "",
         };
         char long_path[200];
         const char *why = NULL;
@@ -267,16 +267,20 @@ static void test_refused(_unused_ void **state) {
         long_path[INI_LINE_MAX - strlen("[Group ]")] = 0;
         assert_int_equal(dropin_check_group_path(long_path, NULL), 0);
 
-        /* "\x2d" as systemd escapes '-' in unit names: four characters, never an escaped byte. */
-        assert_int_equal(dropin_check_group_path("/system.slice/systemd-fsck@dev-disk-by\\x2duuid-1.service", NULL), 0);
-        assert_int_equal(dropin_check_group_path("/a\\x7f\\x\\xz\\xC3\\xf", NULL), 0);
+        /*
+         * "\x2d" as systemd escapes '-' in unit names is four characters of the name: written with its
+         * backslash as "\x5c", as peltd prints it. "\x2d" alone is the byte '-'.
+         */
+        assert_int_equal(dropin_check_group_path("/system.slice/systemd-fsck@dev-disk-by\\x5cx2duuid-1.service", NULL), 0);
+        assert_int_equal(dropin_check_group_path("/a\\x7f\\xC3\\xff", NULL), 0);
+        assert_int_equal(dropin_check_group_path("/a\\x\\xz", NULL), -EINVAL);
 
-        /* A path with spaces, a literal backslash and UTF-8 is written as it is and read back. */
-        assert_int_equal(dropin_check_group_path("/x/a b/caf\xc3\xa9\\n", NULL), 0);
-        out = shares("", "/x/a b/caf\xc3\xa9\\n", 64);
+        /* A path with spaces, an escaped backslash, a control character and UTF-8 is read back as its bytes. */
+        assert_int_equal(dropin_check_group_path("/x/a b/caf\xc3\xa9\\x5cn\\x09", NULL), 0);
+        out = shares("", "/x/a b/caf\xc3\xa9\\x5cn\\x09", 64);
         _cleanup_config_ Config *c = load(out);
-        assert_non_null(config_find_group(c, "/x/a b/caf\xc3\xa9\\n"));
-        assert_int_equal(config_find_group(c, "/x/a b/caf\xc3\xa9\\n")->shares, 64);
+        assert_non_null(config_find_group(c, "/x/a b/caf\xc3\xa9\\n\t"));
+        assert_int_equal(config_find_group(c, "/x/a b/caf\xc3\xa9\\n\t")->shares, 64);
         free(out);
 }
 

@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <cmocka.h>
 
 #include "peltd/macro.h"
 #include "peltd/utf8.h"
+
+/* The escaped form decodes back to the bytes. */
+static void roundtrip(const char *s) {
+        _cleanup_free_ char *alloc = NULL, *back = NULL;
+
+        assert_int_equal(utf8_unescape(utf8_escape(s, &alloc), &back), 0);
+        assert_string_equal(back, s);
+}
 
 /* s escaped, both ways: utf8_escape() and utf8_escape_to() with room to spare. */
 static void check(const char *s, const char *want) {
@@ -20,7 +30,8 @@ static void check(const char *s, const char *want) {
         assert_int_equal(utf8_escape_to(s, buf, sizeof buf), strlen(want));
         assert_string_equal(buf, want);
         assert_true(utf8_is_valid(want));
-        assert_int_equal(utf8_is_valid(s), streq(s, want));
+        assert_int_equal(utf8_needs_escape(s), !streq(s, want));
+        roundtrip(s);
 }
 
 static void test_valid_kept(_unused_ void **state) {
@@ -33,10 +44,35 @@ static void test_valid_kept(_unused_ void **state) {
               "\xe0\xa0\x80 \xe2\x82\xac \xed\x9f\xbf \xee\x80\x80 \xef\xbf\xbf");
         check("\xf0\x90\x80\x80 \xf0\x9f\x98\x80 \xf3\xbf\xbf\xbf \xf4\x8f\xbf\xbf",
               "\xf0\x90\x80\x80 \xf0\x9f\x98\x80 \xf3\xbf\xbf\xbf \xf4\x8f\xbf\xbf");
-        /* A backslash is kept: "\x41" in the input stays four characters. */
-        check("a\\x41\\", "a\\x41\\");
-        /* Control characters are the output format's business. */
-        check("a\tb\n", "a\tb\n");
+}
+
+static void test_backslash_and_controls(_unused_ void **state) {
+        /* The backslash itself is escaped: "\x41" in the input is not the byte 0x41. */
+        check("a\\x41\\", "a\\x5cx41\\x5c");
+        /* Control characters never go raw to a terminal or the journal. */
+        check("a\tb\n", "a\\x09b\\x0a");
+        check("\x1b[31mred\x7f", "\\x1b[31mred\\x7f");
+        /* The four characters "\xff" and the byte 0xff: two names, two forms. */
+        check("\\xff\xff", "\\x5cxff\\xff");
+}
+
+static void test_unescape(_unused_ void **state) {
+        _cleanup_free_ char *a = NULL, *b = NULL, *c = NULL;
+        char *bad = NULL;
+
+        assert_int_equal(utf8_unescape("/plain/path", &a), 0);
+        assert_string_equal(a, "/plain/path");
+        assert_int_equal(utf8_unescape("/g\\xFF\\x5c\\x09", &b), 0);
+        assert_string_equal(b, "/g\xff\\\t");
+        assert_int_equal(utf8_unescape("", &c), 0);
+        assert_string_equal(c, "");
+        /* A backslash that starts no "\xNN", a cut escape, and a NUL: refused. */
+        assert_int_equal(utf8_unescape("a\\b", &bad), -EINVAL);
+        assert_int_equal(utf8_unescape("a\\x4", &bad), -EINVAL);
+        assert_int_equal(utf8_unescape("a\\xg0", &bad), -EINVAL);
+        assert_int_equal(utf8_unescape("a\\", &bad), -EINVAL);
+        assert_int_equal(utf8_unescape("a\\x00", &bad), -EINVAL);
+        assert_null(bad);
 }
 
 static void test_fast_path(_unused_ void **state) {
@@ -76,8 +112,6 @@ static void test_invalid_escaped(_unused_ void **state) {
         check("\xe2\x82z\xe2\x82\xac", "\\xe2\\x82z\xe2\x82\xac");
         /* A thread name as the kernel keeps it: 15 bytes, cut in the middle of a character. */
         check("worker-\xc3\xa9\xc3\xa9\xc3\xa9\xe2\x82", "worker-\xc3\xa9\xc3\xa9\xc3\xa9\\xe2\\x82");
-        /* Escaped bytes are not told apart from a backslash written out. */
-        check("\\xff\xff", "\\xff\\xff");
 }
 
 static void test_sequence_length(_unused_ void **state) {
@@ -108,12 +142,12 @@ static void test_escape_to_cut(_unused_ void **state) {
         assert_int_equal(utf8_escape_to("abc", buf, 0), 0);
 }
 
-/* Every byte value alone: exactly the ASCII ones are kept. */
+/* Every byte value alone: exactly the printable ASCII ones but the backslash are kept. */
 static void test_every_byte(_unused_ void **state) {
         for (unsigned b = 1; b < 256; b++) {
                 char s[2] = { (char) b, 0 }, want[8];
 
-                if (b < 0x80)
+                if (b >= 0x20 && b < 0x7f && b != '\\')
                         snprintf(want, sizeof want, "%c", b);
                 else
                         snprintf(want, sizeof want, "\\x%02x", b);
@@ -124,6 +158,7 @@ static void test_every_byte(_unused_ void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_valid_kept),     cmocka_unit_test(test_fast_path),
+                cmocka_unit_test(test_backslash_and_controls), cmocka_unit_test(test_unescape),
                 cmocka_unit_test(test_invalid_escaped), cmocka_unit_test(test_sequence_length),
                 cmocka_unit_test(test_escape_to_cut),  cmocka_unit_test(test_every_byte),
         };

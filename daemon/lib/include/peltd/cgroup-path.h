@@ -6,8 +6,8 @@
 /* cgroup paths as peltd writes them: "/" or "/a/b", relative to a hierarchy's root. Pure: no I/O. */
 
 /*
- * Normalises a cgroup path: absolute, '/'-separated, no empty, "." or ".." components, no control
- * characters; duplicate and trailing slashes dropped ("/a//b/" -> "/a/b"; "/" stays "/").
+ * Normalises a cgroup path: absolute, '/'-separated, no empty, "." or ".." components (a name may
+ * hold any other byte, control characters included); duplicate and trailing slashes dropped ("/a//b/" -> "/a/b"; "/" stays "/").
  * Returns -EINVAL for anything else.
  */
 int cgroup_path_normalize(const char *in, char **ret);
