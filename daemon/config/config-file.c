@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include <fcntl.h>
+#include <unistd.h>
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <dirent.h>
@@ -8,6 +10,7 @@
 #include "peltd/cgroup-path.h"
 #include "peltd/config-file.h"
 #include "peltd/config.h"
+#include "peltd/fs-util.h"
 #include "peltd/ini.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
@@ -255,12 +258,21 @@ static int is_conf_name(const struct dirent *d) {
  * name is taken literally: "conf[1]" is a name, not a pattern. A missing directory has none.
  */
 static int load_dropins(const char *dir, Config *c) {
+        _cleanup_close_ int fd = -1;
         struct dirent **names = NULL;
+        const char *why = NULL;
         int n, r = 0;
 
-        n = scandir(dir, &names, is_conf_name, alphasort);
-        if (n < 0)
+        /* Trusted as the files in it are: root's, and nobody else may add a file there. */
+        fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
                 return errno == ENOENT ? 0 : log_error_errno(errno, "Failed to read the drop-in directory %s: %m", dir);
+        if (fd_check_trusted(fd, true, 0, &why) < 0)
+                return log_error_errno(EPERM, "Refusing the drop-in directory %s: it %s (it must be root's, and not writable by group or others).",
+                                       dir, why);
+        n = scandirat(fd, ".", &names, is_conf_name, alphasort);
+        if (n < 0)
+                return log_error_errno(errno, "Failed to read the drop-in directory %s: %m", dir);
         for (int i = 0; i < n; i++) {
                 _cleanup_free_ char *path = NULL;
 

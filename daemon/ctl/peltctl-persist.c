@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "peltd/fs-util.h"
 #include "peltd/log.h"
 #include "peltd/parse.h"
 #include "peltd/peltctl-dropin.h"
@@ -72,17 +73,24 @@ static int dropin_read(const Dropin *d, char **ret) {
 
 /* Opens (with create, makes: mode 0755) CONFIG_DIR/peltd.conf.d and locks it against another peltctl. */
 static int dropin_open_dir(Dropin *d, bool create) {
+        const char *why = NULL;
         bool made = false;
 
         if (create && mkdirat(d->config_fd, DROPIN_DIR, 0755) == 0)
                 made = true;
         else if (create && errno != EEXIST)
                 return log_error_errno(errno, "Failed to make %s: %m", d->dir);
-        d->dir_fd = openat(d->config_fd, DROPIN_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        /* Never through a symlink, and only a directory peltd would read (root's, nobody else's to write). */
+        d->dir_fd = openat(d->config_fd, DROPIN_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (d->dir_fd < 0 && errno == ENOENT && !create)
                 return 0;
+        if (d->dir_fd < 0 && (errno == ELOOP || errno == ENOTDIR))
+                return log_error_errno(errno, "Refusing %s: it is a symbolic link or not a directory.", d->dir);
         if (d->dir_fd < 0)
                 return log_error_errno(errno, "Failed to open %s: %m", d->dir);
+        if (fd_check_trusted(d->dir_fd, true, 0, &why) < 0)
+                return log_error_errno(EPERM, "Refusing %s: it %s (peltd reads only a directory that is root's and not writable by group or others).",
+                                       d->dir, why);
         /* 0755 whatever the umask: peltd reads it as root, but operators read what is there. */
         if (made && fchmod(d->dir_fd, 0755) < 0)
                 return log_error_errno(errno, "Failed to make %s mode 0755: %m", d->dir);

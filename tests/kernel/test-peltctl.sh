@@ -366,6 +366,20 @@ check "a symlinked drop-in is refused ($err)" matches "$err" "Refusing $dropin: 
 check "... before the call" [ "$(prop Policy)" = '"power"' ]
 rm "$dropin"
 mv "$tmp/dropin.saved" "$dropin"
+# The directory itself: a symlink planted in its place, or one that anyone may write to, is refused.
+mv "$etc/peltd.conf.d" "$tmp/conf.d.saved"
+mkdir -m 0777 "$tmp/planted"
+ln -s "$tmp/planted" "$etc/peltd.conf.d"
+run 1 --config-dir "$etc" policy performance
+check "a symlinked drop-in directory is refused ($err)" matches "$err" "Refusing $etc/peltd.conf.d: it is a symbolic link*"
+check "... nothing written through it" [ -z "$(ls -A "$tmp/planted")" ]
+rm "$etc/peltd.conf.d"
+mv "$tmp/conf.d.saved" "$etc/peltd.conf.d"
+chmod 0777 "$etc/peltd.conf.d"
+run 1 --config-dir "$etc" policy performance
+check "a drop-in directory writable by others is refused ($err)" matches "$err" "Refusing $etc/peltd.conf.d: it is writable by group or others*"
+chmod 0755 "$etc/peltd.conf.d"
+check "... before the call" [ "$(prop Policy)" = '"power"' ]
 
 # A new daemon reads it at start: policy balanced, c d's 300 (peltd.conf says performance).
 stop_daemon

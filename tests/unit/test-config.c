@@ -552,6 +552,29 @@ static void test_config_dir_literal(_unused_ void **state) {
         assert_true(c->dry_run);
 }
 
+/* A drop-in directory anyone may add a file to, or another user's, is refused: nothing in it is read. */
+static void test_dropin_dir_untrusted(_unused_ void **state) {
+        _cleanup_free_ char *dir = NULL, *dropins = NULL, *a = NULL;
+        Config *c = NULL;
+
+        assert_true(asprintf(&dir, "%s/untrusted-dir", tmpdir) > 0);
+        assert_int_equal(mkdir(dir, 0755), 0);
+        assert_true(asprintf(&dropins, "%s/peltd.conf.d", dir) > 0);
+        assert_int_equal(mkdir(dropins, 0755), 0);
+        a = write_file("untrusted-dir/peltd.conf.d/50-x.conf", "[Daemon]\nDryRun=yes\n");
+        assert_int_equal(chmod(dropins, 0777), 0);
+        assert_int_equal(config_load_from(NULL, dir, &c), -EPERM);
+        assert_null(c);
+        assert_int_equal(chmod(dropins, 0755), 0);
+        assert_int_equal(chown(dropins, 65534, 65534), 0);
+        assert_int_equal(config_load_from(NULL, dir, &c), -EPERM);
+        assert_null(c);
+        assert_int_equal(chown(dropins, 0, 0), 0);
+        assert_int_equal(config_load_from(NULL, dir, &c), 0);
+        assert_true(c->dry_run);
+        config_free(c);
+}
+
 static int setup(_unused_ void **state) {
         return test_mkdtemp(tmpdir) ? 0 : -1;
 }
@@ -572,6 +595,7 @@ int main(void) {
                 cmocka_unit_test(test_every_error_reported),
                 cmocka_unit_test(test_missing_file),
                 cmocka_unit_test(test_dropins_override_key_by_key),
+                cmocka_unit_test(test_dropin_dir_untrusted),
                 cmocka_unit_test(test_cgroup_paths),
                 cmocka_unit_test(test_repeated_and_empty_sections),
                 cmocka_unit_test(test_metrics_file_empty),
