@@ -605,7 +605,7 @@ static double render_write_ns(const char *dir, unsigned n) {
                 char *text;
                 size_t size;
 
-                if (metrics_render(&s, &text, &size) < 0 || metrics_write_file(file, text, size) < 0)
+                if (metrics_render(&s, &text, &size) < 0 || metrics_write_file(file, text, size, NULL) < 0)
                         bench_die("rendering or writing %s", file);
                 free(text);
         }

@@ -32,6 +32,7 @@ struct ManagerMetrics {
         usec_t last_write_usec;      /* when the timer last ran; 0: never */
         char *written;               /* the file as last written, removed when MetricsFile= moves and at stop */
         int write_error;             /* the failure said, until a write works again */
+        const char *write_reason;    /* why the directory was refused (a static phrase), or NULL */
 };
 
 /* ---- The snapshot ----------------------------------------------------------------------------- */
@@ -120,7 +121,7 @@ static void remove_written(ManagerMetrics *mm) {
         mm->written = NULL;
 }
 
-static int render_and_write(const ManagerMetrics *mm, const char *path) {
+static int render_and_write(ManagerMetrics *mm, const char *path) {
         _cleanup_free_ MetricsGroup *groups = NULL;
         _cleanup_free_ char *text = NULL;
         MetricsSnapshot s;
@@ -131,7 +132,7 @@ static int render_and_write(const ManagerMetrics *mm, const char *path) {
         if (r >= 0)
                 r = metrics_render(&s, &text, &size);
         if (r >= 0)
-                r = metrics_write_file(path, text, size);
+                r = metrics_write_file(path, text, size, &mm->write_reason);
         return r;
 }
 
@@ -150,7 +151,10 @@ static void write_metrics(ManagerMetrics *mm) {
         r = render_and_write(mm, path);
         mm->metrics_cpu_ns += now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
         if (r < 0) {
-                if (mm->write_error == 0)
+                if (mm->write_error == 0 && r == -EPERM && mm->write_reason)
+                        log_warning("Refusing to write the metrics file %s: its directory %s; trying again every second.", path,
+                                    mm->write_reason);
+                else if (mm->write_error == 0)
                         log_warning_errno(r, "Failed to write the metrics file %s: %m; trying again every second.", path);
                 mm->write_error = r;
                 return;

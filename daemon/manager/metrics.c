@@ -313,12 +313,29 @@ int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size) {
 
 /* ---- The file --------------------------------------------------------------------------------- */
 
-int metrics_write_file(const char *path, const char *text, size_t size) {
+int metrics_write_file(const char *path, const char *text, size_t size, const char **ret_reason) {
+        _cleanup_free_ char *dir = strdup(path);
+        _cleanup_close_ int dfd = -1;
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+
+        if (!dir)
+                return -ENOMEM;
+        if (!slash || !slash[1])
+                return -EINVAL;
+        *slash = 0;
+        /*
+         * The directory without a symlink another user could have planted (node_exporter's textfile
+         * directory may be its own user's: the files are made in it O_EXCL|O_NOFOLLOW, never
+         * through a name someone else chose).
+         */
+        dfd = open_dir_safely(dir[0] ? dir : "/", ret_reason);
+        if (dfd < 0)
+                return dfd;
         /*
          * 0644 though the unit's UMask=0077: node_exporter runs as another user. Not durable: the
          * file describes the running daemon and is written again within a second; it lives in /run
          * by default, which no crash of the machine keeps anyway. The temporary file, "NAME.tmp",
          * is not read: node_exporter reads only names ending in ".prom".
          */
-        return write_file_atomic(path, text, size, 0644, false);
+        return write_file_atomic_at(dfd, slash + 1, text, size, 0644, false);
 }

@@ -248,7 +248,7 @@ static void test_write_file(_unused_ void **state) {
         fclose(f);
         assert_int_equal(symlink(target, tmp), 0);
 
-        assert_int_equal(metrics_write_file(path, "a 1\n", 4), 0);
+        assert_int_equal(metrics_write_file(path, "a 1\n", 4, NULL), 0);
         assert_int_equal(stat(path, &st), 0);
         assert_int_equal(st.st_mode & 07777, 0644);
         got = read_file(path);
@@ -260,14 +260,52 @@ static void test_write_file(_unused_ void **state) {
 
         /* Replaced, not appended to. */
         free(got);
-        assert_int_equal(metrics_write_file(path, "b 2\n", 4), 0);
+        assert_int_equal(metrics_write_file(path, "b 2\n", 4, NULL), 0);
         got = read_file(path);
         assert_string_equal(got, "b 2\n");
 
         /* A directory that is not there: the error, and nothing made. */
         snprintf(path, sizeof path, "%s/missing/peltd.prom", dir);
-        assert_int_equal(metrics_write_file(path, "c 3\n", 4), -ENOENT);
+        assert_int_equal(metrics_write_file(path, "c 3\n", 4, NULL), -ENOENT);
         umask(old);
+}
+
+/*
+ * The directory through a symlink: followed where only root could have made it, refused where the
+ * directory holding it is anyone's to write (a link planted in /tmp), and nothing written there.
+ */
+static void test_write_file_planted_symlink(_unused_ void **state) {
+        char dir[] = "/tmp/peltd-test-metrics-XXXXXX", path[160], target[128], link[140], cmd[200];
+        const char *why = NULL;
+        struct stat st;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(target, sizeof target, "%s/target", dir);
+        assert_int_equal(mkdir(target, 0755), 0);
+        snprintf(link, sizeof link, "%s/link", dir);
+        assert_int_equal(symlink(target, link), 0);
+        snprintf(path, sizeof path, "%s/peltd.prom", link);
+
+        /* dir is root's, mode 0700: root alone made the link. */
+        assert_int_equal(metrics_write_file(path, "a 1\n", 4, &why), 0);
+        assert_int_equal(stat(path, &st), 0);
+        assert_int_equal(unlink(path), 0);
+
+        /* Anyone may write to dir now: the link could be theirs. */
+        assert_int_equal(chmod(dir, 01777), 0);
+        assert_int_equal(metrics_write_file(path, "a 1\n", 4, &why), -EPERM);
+        assert_non_null(why);
+        assert_non_null(strstr(why, "symbolic link"));
+        snprintf(cmd, sizeof cmd, "%s/peltd.prom.tmp", target);
+        assert_int_equal(lstat(cmd, &st), -1);
+        assert_int_equal(lstat(path, &st), -1);
+        /* Another user's directory, not writable by others: the same. */
+        assert_int_equal(chmod(dir, 0755), 0);
+        assert_int_equal(chown(dir, 65534, 65534), 0);
+        assert_int_equal(metrics_write_file(path, "a 1\n", 4, &why), -EPERM);
+
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+        assert_int_equal(system(cmd), 0);
 }
 
 /* A failed rename leaves no temporary file: the target is a directory. */
@@ -279,7 +317,7 @@ static void test_write_file_rename_fails(_unused_ void **state) {
         snprintf(path, sizeof path, "%s/peltd.prom", dir);
         snprintf(tmp, sizeof tmp, "%s.tmp", path);
         assert_int_equal(mkdir(path, 0755), 0);
-        assert_int_equal(metrics_write_file(path, "a 1\n", 4), -EISDIR);
+        assert_int_equal(metrics_write_file(path, "a 1\n", 4, NULL), -EISDIR);
         assert_int_equal(lstat(tmp, &st), -1);
         assert_int_equal(errno, ENOENT);
 }
@@ -292,6 +330,7 @@ int main(void) {
                 cmocka_unit_test(test_families_grouped),
                 cmocka_unit_test(test_write_file),
                 cmocka_unit_test(test_write_file_rename_fails),
+                cmocka_unit_test(test_write_file_planted_symlink),
         };
 
         test_cleanup_install();

@@ -34,3 +34,17 @@ int check_trusted_dir(const char *path, const char **ret_reason);
  * was. Returns 0 or -errno.
  */
 int write_file_atomic(const char *path, const char *text, size_t size, mode_t mode, bool durable);
+
+/* The same, into the directory at dfd: name is a file name in it. */
+int write_file_atomic_at(int dfd, const char *name, const char *text, size_t size, mode_t mode, bool durable);
+
+/*
+ * Opens the directory at path (absolute, or relative to the working directory) one component at a
+ * time, never following a symlink that someone other than root could have made: a symlink is
+ * followed only where the directory holding it is root's and writable by nobody else (/var/run ->
+ * /run is fine; a link planted in /tmp or in a user's directory is refused with -EPERM and
+ * *ret_reason). Returns the directory's fd, or -errno.
+ */
+int open_dir_safely(const char *path, const char **ret_reason);
+/* open_dir_safely() from dfd (-1: the root or the working directory), counting links followed. */
+int open_dir_walk(int dfd, const char *path, unsigned *links, const char **ret_reason);

@@ -50,7 +50,8 @@ int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size);
 /*
  * Replaces path with size bytes of text: written to "path.tmp" (created O_EXCL|O_NOFOLLOW, a stale
  * one removed first; its name does not end in ".prom", so the textfile collector never reads it
- * half-written), mode 0644 whatever the umask, then renamed over path. Returns 0 or a negative
- * errno; the temporary file does not outlive a failure.
+ * half-written), mode 0644 whatever the umask, then renamed over path; the directory is reached
+ * without following a symlink another user could have planted (open_dir_safely(): -EPERM, with
+ * *ret_reason). Returns 0 or a negative errno; the temporary file does not outlive a failure.
  */
-int metrics_write_file(const char *path, const char *text, size_t size);
+int metrics_write_file(const char *path, const char *text, size_t size, const char **ret_reason);
