@@ -54,6 +54,12 @@ typedef struct Caller {
 
 typedef struct AuthQuery AuthQuery;
 
+/* Calls one caller (uid) may have waiting for polkit; more are refused at once. */
+#define AUTH_PENDING_MAX 16
+/* polkit's failures are said at most once a minute per caller, for this many callers. */
+#define AUTH_WARNED_MAX 16
+#define AUTH_WARN_INTERVAL_USEC (60 * USEC_PER_SEC)
+
 /* The API's side of the daemon: the Manager it shows, and the connection. */
 struct ManagerBus {
         Manager *manager;
@@ -62,6 +68,11 @@ struct ManagerBus {
         bool owned;                  /* the name is ours */
         bool said;                   /* "running without the bus" said (once per episode) */
         AuthQuery *auth_queries;     /* calls waiting for polkit */
+        struct {
+                uid_t uid;
+                usec_t usec;             /* when polkit's failure for this caller was last said */
+        } warned[AUTH_WARNED_MAX];       /* a ring: at most a line a minute per caller */
+        size_t n_warned;
 };
 
 /* A change waiting for polkit's answer. */
@@ -91,7 +102,6 @@ static AuthQuery *auth_query_free(AuthQuery *q) {
 
 /* ---- Groups as the bus shows them ------------------------------------------------------------- */
 
-/* A managed group by its path as a caller gives it (bytes that are not UTF-8 as "\xNN"). */
 /* The group a caller names, in the form peltd writes paths in ("\xNN" for the bytes that need it). */
 static ManagedGroup *find_group(Manager *m, const char *path) {
         _cleanup_free_ char *raw = NULL;
@@ -361,6 +371,32 @@ static void reply_denied(sd_bus_message *msg, BusCall kind, const char *why) {
                 log_debug_errno(r, "Failed to answer %s: %m", changes[kind].name);
 }
 
+/* Whether polkit's failure for uid may be said now: once a minute per caller, so no caller floods the journal. */
+static bool may_warn(ManagerBus *b, uid_t uid) {
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        size_t i;
+
+        for (i = 0; i < MIN(b->n_warned, (size_t) AUTH_WARNED_MAX); i++)
+                if (b->warned[i].uid == uid) {
+                        if (now - b->warned[i].usec < AUTH_WARN_INTERVAL_USEC)
+                                return false;
+                        b->warned[i].usec = now;
+                        return true;
+                }
+        i = b->n_warned++ % AUTH_WARNED_MAX;
+        b->warned[i].uid = uid;
+        b->warned[i].usec = now;
+        return true;
+}
+
+static size_t pending_of(const ManagerBus *b, uid_t uid) {
+        size_t n = 0;
+
+        for (const AuthQuery *q = b->auth_queries; q; q = q->next)
+                n += q->caller.uid == uid;
+        return n;
+}
+
 static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bus_error *ret_error) {
         AuthQuery *q = userdata;
         const sd_bus_error *e;
@@ -373,8 +409,9 @@ static int on_polkit_reply(sd_bus_message *reply, void *userdata, _unused_ sd_bu
                 else if (sd_bus_error_has_names(e, SD_BUS_ERROR_NO_REPLY, SD_BUS_ERROR_TIMEOUT))
                         reply_denied(q->call, q->kind, "polkit did not answer within 10 s.");
                 else {
-                        log_warning("polkit failed to check %s for uid %u: %s", changes[q->kind].name, (unsigned) q->caller.uid,
-                                    strna(e->message));
+                        if (may_warn(q->b, q->caller.uid))
+                                log_warning("polkit failed to check %s for uid %u: %s (said at most once a minute per caller)",
+                                            changes[q->kind].name, (unsigned) q->caller.uid, strna(e->message));
                         reply_denied(q->call, q->kind, "polkit could not check the caller.");
                 }
                 auth_query_free(q);
@@ -429,6 +466,10 @@ static int method_change(sd_bus_message *msg, ManagerBus *b, BusCall kind, sd_bu
         if (!sender)
                 return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s is not allowed: the caller is unknown.",
                                          changes[kind].name);
+        if (pending_of(b, caller.uid) >= AUTH_PENDING_MAX)
+                return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+                                         "%s is not allowed now: too many pending requests (%d waiting for polkit).",
+                                         changes[kind].name, AUTH_PENDING_MAX);
         q = new0(AuthQuery, 1);
         if (!q)
                 return -ENOMEM;

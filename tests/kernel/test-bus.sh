@@ -228,13 +228,28 @@ done
 check "refused by polkit: the policy stays" [ "$(prop Policy)" = '"performance"' ]
 start_polkit never
 r1=$(prop Rounds)
-t0=$(date +%s%N)
+# 16 calls of one caller wait for polkit at once; a 17th is refused at once.
+pending=()
+for i in $(seq 16); do
+        (
+                t0=$(date +%s%N)
+                o=$(call --nobody SetPolicy string:power)
+                echo "$((($(date +%s%N) - t0) / 1000000000)) $o" >"$tmp/pending.$i"
+        ) &
+        pending+=($!)
+done
+checks() { grep -c '^CHECK' "$tmp/polkit.out"; }
+wait_for 5 bash -c "(( \$(grep -c '^CHECK' '$tmp/polkit.out') >= 16 ))"
 out=$(call --nobody SetPolicy string:power)
-t1=$(date +%s%N)
+check "a 17th call while 16 wait for polkit: refused at once ($out)" matches "$out" "*AccessDenied:*too many pending requests*"
+check "... and never sent to polkit ($(checks) checks)" [ "$(checks)" -eq 16 ]
+wait "${pending[@]}"
 r2=$(prop Rounds)
-secs=$(((t1 - t0) / 1000000000))
-check "polkit never answers: AccessDenied after about 10 s (${secs} s: $out)" \
-        matches "$out $secs" "*AccessDenied:*10 s* @(9|10|11|12|13)"
+out=$(cat "$tmp/pending.1")
+check "polkit never answers: AccessDenied after about 10 s (${out%% *} s: ${out#* })" \
+        matches "$out" "@(9|10|11|12|13) *AccessDenied:*10 s*"
+late=$(cat "$tmp"/pending.* | grep -vc "AccessDenied:.*10 s")
+check "all 16 waiting calls answered the same ($late otherwise)" [ "$late" -eq 0 ]
 check "rounds went on while polkit was asked ($r1 -> $r2)" [ $((r2 - r1)) -ge 50 ]
 check "no answer: the policy stays" [ "$(prop Policy)" = '"performance"' ]
 polkit_stop
