@@ -28,8 +28,9 @@ typedef struct Held {
 /* One hierarchy (a directory: co-mounted controllers share it). */
 typedef struct Tree {
         const RootDir *rd;
-        Held *held; /* top-down; the exclusive one last */
+        Held *held; /* top-down; the exclusive one last, when CgroupRoot is there */
         size_t n_held;
+        bool missing; /* CgroupRoot is not there (yet): its ancestors held shared, none exclusive */
 } Tree;
 
 struct SubtreeLock {
@@ -149,8 +150,10 @@ static int list_prefixes(const char *root, char ***ret) {
 
 /*
  * Opens the prefixes of root that exist into next, top-down, taking their paths; stops at the
- * first missing component ("/" must exist). The deepest one opened is the one to lock exclusive.
- * *n_next counts what next holds, also on failure. Returns 0 or -errno (logged).
+ * first missing component ("/" must exist). root itself, when it is there, is the one to lock
+ * exclusive; a root not there yet has only its ancestors, shared (a daemon on a sibling subtree
+ * starts; one above it does not). *n_next counts what next holds, also on failure. Returns 0 or
+ * -errno (logged).
  */
 static int open_prefixes(const Tree *t, char **prefixes, size_t n_prefixes, Held *next, size_t *n_next) {
         for (size_t i = 0; i < n_prefixes; i++) {
@@ -166,7 +169,7 @@ static int open_prefixes(const Tree *t, char **prefixes, size_t n_prefixes, Held
                 next[(*n_next)++] = h;
         }
         for (size_t i = 0; i < *n_next; i++)
-                next[i].exclusive = i + 1 == *n_next;
+                next[i].exclusive = i + 1 == n_prefixes;
         return 0;
 }
 
@@ -253,6 +256,14 @@ static int tree_relock(SubtreeLock *l, Tree *t, const char *root) {
         r = open_prefixes(t, prefixes, n_prefixes, next, &n_next);
         if (r < 0)
                 goto out;
+        if ((n_next < n_prefixes) != t->missing) {
+                t->missing = n_next < n_prefixes;
+                if (t->missing)
+                        log_debug("CgroupRoot=%s is not there yet in %s: its ancestors held shared until it is made; "
+                                  "then locked.", root, t->rd->path);
+                else
+                        log_debug("CgroupRoot=%s is there now in %s.", root, t->rd->path);
+        }
         r = lock_new(l, t, next, n_next, &changed);
         if (r < 0)
                 goto out;

@@ -21,6 +21,7 @@ fail_log_lines=30
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
 cleanup() {
+        end_pids TERM "${sibling_pid:-}"
         dbus_cleanup
 }
 
@@ -104,6 +105,27 @@ wait_for 10 running || fail "missing root: peltd never ran"
 stop_daemon TERM
 check "missing root: said to be not there" grep -qx "CgroupRoot=/$id/missing is not there; managing nothing until it is." "$log"
 check "missing root: not said to have no groups" bash -c '! grep -q "has no child groups" "$1"' _ "$log"
+
+# Live: it holds only the root's ancestors, so a daemon on a sibling subtree starts beside it; it
+# takes the root when the root is made, and places what is in it.
+: > "$log"
+write_config power "CgroupRoot=/$id/missing"
+start_daemon
+wait_for 10 running || fail "missing root, live: peltd never ran"
+sed -e "s|^CgroupRoot=.*|CgroupRoot=/$id/other|" -e "s|^StateFile=.*|StateFile=$tmp/sibling.state|" "$conf" > "$tmp/sibling.conf"
+"$peltd" --config "$tmp/sibling.conf" >"$tmp/sibling.log" 2>&1 &
+sibling_pid=$!
+wait_for 10 grep -q '^peltd running' "$tmp/sibling.log"
+check "missing root, live: a daemon on a sibling subtree starts beside it ($(head -n 1 "$tmp/sibling.log"))" \
+        kill -0 "$sibling_pid"
+end_pids TERM "$sibling_pid"
+sibling_pid=
+cg_create "/$id/missing" "$all_cpus"
+cg_create "/$id/missing/g" "$all_cpus"
+check "missing root, live: the root taken when made, its group managed" \
+        wait_for 10 grep -qx "Managing /$id/missing/g." "$log"
+stop_daemon TERM
+check "missing root, live: exit $daemon_status at SIGTERM" [ "$daemon_status" -eq 0 ]
 
 # ---- a run-time policy across a reload ---------------------------------------------------------------
 dbus_start "$tmp"

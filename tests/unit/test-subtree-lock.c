@@ -108,19 +108,36 @@ static void test_root_not_there_yet(void **state) {
 
         (void) state;
         mk("/m");
-        /* Its nearest existing ancestor is locked exclusively: nobody starts inside it meanwhile. */
+        /* Only its ancestors are held, shared: a sibling starts; nobody starts above it. */
         assert_int_equal(lock_at("/m/later", &a), 0);
         assert_int_equal(subtree_lock_refresh(a), 0);
-        assert_int_equal(try_lock("/m/other"), -EBUSY);
-        assert_int_equal(try_lock("/m/later"), -EBUSY);
+        assert_int_equal(lock_at("/m/other", &sibling), 0);
+        assert_int_equal(try_lock("/m"), -EBUSY);
+        assert_int_equal(try_lock("/"), -EBUSY);
 
         mk("/m/later");
         mk("/m/other");
-        assert_int_equal(subtree_lock_refresh(a), 1); /* moved onto the directory */
+        assert_int_equal(subtree_lock_refresh(a), 1); /* now it holds the directory */
         assert_int_equal(subtree_lock_refresh(a), 0);
         assert_int_equal(try_lock("/m/later"), -EBUSY);
+        assert_int_equal(try_lock("/m/later/below"), -EBUSY);
         assert_int_equal(try_lock("/m"), -EBUSY);
-        assert_int_equal(lock_at("/m/other", &sibling), 0); /* the ancestor is shared now */
+        assert_int_equal(subtree_lock_refresh(sibling), 1); /* the sibling's too */
+        assert_int_equal(try_lock("/m/other"), -EBUSY);
+}
+
+/* Two daemons waiting for the same root: the first to lock it when it is made keeps it, the other stops. */
+static void test_root_not_there_two_waiting(void **state) {
+        _cleanup_subtree_lock_ SubtreeLock *a = NULL, *b = NULL;
+
+        (void) state;
+        mk("/w");
+        assert_int_equal(lock_at("/w/r", &a), 0);
+        assert_int_equal(lock_at("/w/r", &b), 0);
+        mk("/w/r");
+        assert_int_equal(subtree_lock_refresh(a), 1);
+        assert_int_equal(subtree_lock_refresh(b), -EBUSY);
+        assert_int_equal(try_lock("/w/r"), -EBUSY);
 }
 
 static void test_root_made_again(void **state) {
@@ -191,6 +208,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_overlapping_roots_refused),
                 cmocka_unit_test(test_root_not_there_yet),
+                cmocka_unit_test(test_root_not_there_two_waiting),
                 cmocka_unit_test(test_root_made_again),
                 cmocka_unit_test(test_reload_moves_the_root),
                 cmocka_unit_test(test_proc_locks_holder),

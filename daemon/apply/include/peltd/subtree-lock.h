@@ -13,9 +13,10 @@
  * exclusive flock on the CgroupRoot directory and a shared one on each ancestor up to the mount:
  * a second daemon at the same root, below it or above it wants a lock that conflicts; daemons on
  * sibling subtrees share only the shared ones. Co-mounted hierarchies (one directory) are locked
- * once. A CgroupRoot that is not there yet has its nearest existing ancestor locked exclusively
- * (nobody else can start inside it); subtree_lock_refresh() moves the lock onto the directory once
- * it is there, and onto a directory made again at that path.
+ * once. A CgroupRoot that is not there yet is said (in those words), and only its existing
+ * ancestors are locked, shared: a daemon on a sibling subtree starts, one above it does not;
+ * subtree_lock_refresh() locks the directory once it is there (a second daemon waiting for the same
+ * root then stops with -EBUSY), and a directory made again at that path.
  */
 typedef struct SubtreeLock SubtreeLock;
 
