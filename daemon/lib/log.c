@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 
@@ -66,6 +69,21 @@ static bool stderr_is_journal(void) {
         return journal_stream;
 }
 
+static bool stderr_is_terminal(void) {
+        static int tty = -1;
+
+        if (tty < 0)
+                tty = isatty(STDERR_FILENO) > 0;
+        return tty;
+}
+
+static bool has_control(const char *s) {
+        for (; *s; s++)
+                if ((unsigned char) *s < 0x20 || *s == 0x7f)
+                        return true;
+        return false;
+}
+
 static char last_error[1024];
 
 const char *log_last_error(void) {
@@ -84,7 +102,16 @@ static void write_line(int level, const char *text) {
 
         if (stderr_is_journal())
                 fprintf(stderr, "<%d>%s\n", level, text);
-        else
+        else if (stderr_is_terminal()) {
+                /* In the foreground: when, to the millisecond (the journal keeps its own time). */
+                struct timespec ts;
+                struct tm tm;
+                char stamp[16] = "";
+
+                if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && localtime_r(&ts.tv_sec, &tm))
+                        strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
+                fprintf(stderr, "%s.%03ld %s\n", stamp, ts.tv_nsec / 1000000, text);
+        } else
                 fprintf(stderr, "%s\n", text);
         fflush(stderr);
         errno = saved;
@@ -101,8 +128,11 @@ int log_internal(int level, int error, _unused_ const char *file, _unused_ int l
         (void) vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
 
-        /* Group paths and thread names are bytes: every line is valid UTF-8 (utf8.h). */
-        if (utf8_is_valid(buf))
+        /*
+         * Group paths and thread names are bytes: every line is valid UTF-8 without control
+         * characters (utf8.h); a line that would not be is written escaped whole.
+         */
+        if (utf8_is_valid(buf) && !has_control(buf))
                 write_line(level, buf);
         else {
                 char escaped[sizeof buf * 4];

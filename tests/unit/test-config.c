@@ -482,7 +482,8 @@ static void test_hash_after_value(_unused_ void **state) {
 
         expect_error("[Daemon]\nPolicy=power   # the default is balanced\n",
                      "peltd.conf:2: Policy=power   # the default is balanced: \"#\" starts a comment only at the start of a line; after a value, use \";\"");
-        expect_error("[Daemon]\nCgroupRoot=/x\t# the subtree\n", ":2: CgroupRoot=/x\t# the subtree: \"#\" starts a comment");
+        /* The tab, a control character, is written as \x09 in the log. */
+        expect_error("[Daemon]\nCgroupRoot=/x\t# the subtree\n", ":2: CgroupRoot=/x\\x09# the subtree: \"#\" starts a comment");
         expect_error("[Daemon]\nGroups=/a\n  /b # more\n", ":3: Groups=/b # more: \"#\" starts a comment");
 
         /* A "#" inside a word, a ";" comment and a "#" line are fine. */
