@@ -51,6 +51,30 @@ static int print_json(Policy policy, const PlanFile *f, const PolicyResult *res,
         return 0;
 }
 
+/* text after prefix, wrapped at spaces to fit 80 columns, later lines indented as far as the prefix. */
+static void print_wrapped(const char *prefix, const char *text) {
+        const size_t width = 80, indent = strlen(prefix);
+        size_t col = indent;
+
+        fputs(prefix, stdout);
+        while (*text) {
+                size_t word = strcspn(text, " ");
+
+                if (col > indent && col + 1 + word > width) {
+                        printf("\n%*s", (int) indent, "");
+                        col = indent;
+                } else if (col > indent) {
+                        putchar(' ');
+                        col++;
+                }
+                fwrite(text, 1, word, stdout);
+                col += word;
+                text += word;
+                text += strspn(text, " ");
+        }
+        putchar('\n');
+}
+
 static int print_text(Policy policy, const PlanFile *f, const PolicyResult *res, double energy, bool kernel_model) {
         printf("Policy: %s\n", policy_to_string(policy));
         for (size_t i = 0; i < f->n_groups; i++) {
@@ -64,7 +88,7 @@ static int print_text(Policy policy, const PlanFile *f, const PolicyResult *res,
                 printf("\n[Group %s]\n", strna(path));
                 printf("  CPUs:   %s\n", cpus);
                 printf("  Shares: %" PRIu64 "\n", res[i].shares);
-                printf("  Reason: %s\n", strna(reason));
+                print_wrapped("  Reason: ", strna(reason));
         }
         printf("\nEnergy estimate: %.1f (%s)\n", energy,
                kernel_model ? "the kernel's Energy Model" : "built-in model, arbitrary units");

@@ -109,29 +109,33 @@ static int print_json(unsigned rounds, usec_t interval, SampledThread *t, size_t
         return 0;
 }
 
+/*
+ * The text: fixed columns first, the path (of any length) last, so that a line fits 80 columns but
+ * where a path is long; nothing is cut (--json gives the same values for programs).
+ */
 static void print_text(unsigned rounds, usec_t interval, SampledThread *t, size_t nt, SampledGroup *g, size_t ng) {
         qsort(t, nt, sizeof *t, thread_cmp_util);
         qsort(g, ng, sizeof *g, group_cmp_util);
 
-        printf("%u rounds every %.1f ms; util, runnable in 1/1024 of a CPU; load in weight units\n\n", rounds,
+        printf("%u rounds, every %.1f ms (util, runnable: 1/1024 of a CPU; load: weight units)\n\n", rounds,
                (double) interval / USEC_PER_MSEC);
-        printf("%-28s %6s %9s %9s %8s %6s\n", "GROUP", "UTIL", "RUNNABLE", "LOAD", "TASKS", "SHARES");
+        printf("%6s %8s %9s %6s %6s  %s\n", "UTIL", "RUNNABLE", "LOAD", "TASKS", "SHARES", "GROUP");
         for (size_t i = 0; i < ng; i++) {
                 _cleanup_free_ char *a = NULL;
                 const char *path = utf8_escape(g[i].path, &a);
 
-                printf("%-28s %6" PRIu64 " %9" PRIu64 " %9" PRIu64 " %8zu %6" PRIu64 "%s\n", strna(path), g[i].v.util_avg,
-                       g[i].v.runnable_avg, g[i].v.load_avg, g[i].nr_tasks, g[i].shares, g[i].throttled_ns ? " throttled" : "");
+                printf("%6" PRIu64 " %8" PRIu64 " %9" PRIu64 " %6zu %6" PRIu64 "  %s%s\n", g[i].v.util_avg, g[i].v.runnable_avg,
+                       g[i].v.load_avg, g[i].nr_tasks, g[i].shares, strna(path), g[i].throttled_ns ? " (throttled)" : "");
         }
-        printf("\n%7s %7s %-16s %-24s %4s %6s %9s %9s %10s\n", "PID", "TID", "COMM", "CGROUP", "NICE", "UTIL", "RUNNABLE", "LOAD",
-               "SLICE_US");
+        printf("\n%7s %7s %-15s %4s %5s %8s %7s %8s  %s\n", "PID", "TID", "COMM", "NICE", "UTIL", "RUNNABLE", "LOAD", "SLICE_US",
+               "CGROUP");
         for (size_t i = 0; i < nt; i++) {
                 _cleanup_free_ char *a = NULL, *b = NULL;
                 const char *comm = utf8_escape(t[i].comm, &a), *cgroup = utf8_escape(t[i].cgroup, &b);
 
-                printf("%7d %7d %-16s %-24s %4d %6" PRIu64 " %9" PRIu64 " %9" PRIu64 " %10.1f\n", t[i].pid, t[i].tid, strna(comm),
-                       strna(cgroup), t[i].nice, t[i].v.util_avg, t[i].v.runnable_avg, t[i].v.load_avg,
-                       slice_us(t[i].avg_slice_ns));
+                printf("%7d %7d %-15s %4d %5" PRIu64 " %8" PRIu64 " %7" PRIu64 " %8.1f  %s\n", t[i].pid, t[i].tid, strna(comm),
+                       t[i].nice, t[i].v.util_avg, t[i].v.runnable_avg, t[i].v.load_avg, slice_us(t[i].avg_slice_ns),
+                       strna(cgroup));
         }
 }
 
