@@ -28,6 +28,12 @@
  *     no shortfall.
  */
 #include <limits.h>
+#include <sys/stat.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <string.h>
+#include <errno.h>
 #include <math.h>
 
 #include "peltd/energy.h"
@@ -219,6 +225,7 @@ static int simulate(const Topology *t, SimPolicy sp, double load, SimResult *ret
 
 static bool verbose;
 static const char *fixtures_dir = FIXTURES_DIR;
+static const char *out_dir;
 
 /* A fixture tree's topology; exits when it cannot be read. */
 static Topology *fixture(const char *name) {
@@ -282,6 +289,52 @@ static void print_plan(const Topology *t, SimPolicy sp, double load) {
         }
 }
 
+/*
+ * --out=DIR: the table as data (DIR/policy-sim.dat, a block per shape: load, then each policy's
+ * energy as a share of no peltd's) and a figure of it, one panel a shape (DIR/policy-sim.png, by
+ * gnuplot where it is installed).
+ */
+static int plot(const char *out, const Shape *shapes, size_t n_shapes, SimResult (*res)[N_LOADS][_SIM_MAX]) {
+        char dat[PATH_MAX], gp[PATH_MAX], png[PATH_MAX], cmd[PATH_MAX * 2];
+        FILE *f;
+
+        if (mkdir(out, 0755) < 0 && errno != EEXIST)
+                return fprintf(stderr, "policy-sim: mkdir %s: %s\n", out, strerror(errno)), -1;
+        snprintf(dat, sizeof dat, "%s/policy-sim.dat", out);
+        snprintf(gp, sizeof gp, "%s/policy-sim.gp", out);
+        snprintf(png, sizeof png, "%s/policy-sim.png", out);
+        f = fopen(dat, "we");
+        if (!f)
+                return fprintf(stderr, "policy-sim: %s: %s\n", dat, strerror(errno)), -1;
+        for (size_t s = 0; s < n_shapes; s++) {
+                fprintf(f, "# %s\n# load%% power%% performance%% balanced%% (energy against no peltd)\n", shapes[s].name);
+                for (size_t l = 0; l < N_LOADS; l++)
+                        fprintf(f, "%.0f %.1f %.1f %.1f\n", loads[l] * 100, 100 * res[s][l][SIM_POWER].energy / res[s][l][SIM_NONE].energy,
+                                100 * res[s][l][SIM_PERFORMANCE].energy / res[s][l][SIM_NONE].energy,
+                                100 * res[s][l][SIM_BALANCED].energy / res[s][l][SIM_NONE].energy);
+                fprintf(f, "\n\n");
+        }
+        fclose(f);
+        f = fopen(gp, "we");
+        if (!f)
+                return fprintf(stderr, "policy-sim: %s: %s\n", gp, strerror(errno)), -1;
+        fprintf(f, "set terminal pngcairo size 1200,800 noenhanced\nset output '%s'\nset multiplot layout 2,2 title "
+                   "'Estimated energy against no peltd (built-in model), by load'\nset yrange [0:*]\nset grid\n"
+                   "set xlabel 'load (%% of the machine)'\nset ylabel 'energy (%% of no peltd)'\nset key bottom right\n", png);
+        for (size_t s = 0; s < n_shapes; s++)
+                fprintf(f, "set title '%s'\nplot '%s' index %zu using 1:2 with linespoints lw 2 title 'power', "
+                           "'' index %zu using 1:3 with linespoints lw 2 title 'performance', "
+                           "'' index %zu using 1:4 with linespoints lw 2 title 'balanced', 100 with lines dt 2 title 'no peltd'\n",
+                        shapes[s].name, dat, s, s, s);
+        fprintf(f, "unset multiplot\n");
+        fclose(f);
+        snprintf(cmd, sizeof cmd, "gnuplot '%s'", gp);
+        if (access("/usr/bin/gnuplot", X_OK) < 0 || system(cmd) != 0)
+                return fprintf(stderr, "policy-sim: no figure (gnuplot missing or failed); the data is in %s\n", dat), 0;
+        printf("\nplot: %s (data %s)\n", png, dat);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         for (int i = 1; i < argc; i++) {
                 const char *v;
@@ -290,13 +343,15 @@ int main(int argc, char *argv[]) {
                         verbose = true;
                 else if ((v = startswith(argv[i], "--fixtures=")))
                         fixtures_dir = v;
+                else if ((v = startswith(argv[i], "--out=")))
+                        out_dir = v;
                 else if ((v = startswith(argv[i], "--allow-miss="))) {
                         allowed_misses = realloc(allowed_misses, sizeof(char *) * (n_allowed_misses + 1));
                         if (!allowed_misses)
                                 return 1;
                         allowed_misses[n_allowed_misses++] = (char *) v;
                 } else {
-                        fprintf(stderr, "Usage: policy-sim [-v] [--fixtures=DIR] [--allow-miss=SHAPE:power|performance|balanced]...\n");
+                        fprintf(stderr, "Usage: policy-sim [-v] [--fixtures=DIR] [--out=DIR] [--allow-miss=SHAPE:power|performance|balanced]...\n");
                         return 2;
                 }
         }
@@ -383,6 +438,8 @@ int main(int argc, char *argv[]) {
                 }
         }
 
+        if (out_dir)
+                (void) plot(out_dir, shapes, ELEMENTSOF(shapes), res);
         for (size_t s = 0; s < ELEMENTSOF(shapes); s++)
                 topology_free(shapes[s].t);
 
