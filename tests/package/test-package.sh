@@ -70,6 +70,11 @@ else
         fail "the package's files differ from meson install's:"
         cat "$tmp/list.diff"
 fi
+if grep -Eqx '/usr/share/doc/peltd/README\.md(\.gz)?' "$tmp/deb.raw" && grep -Eqx '/usr/share/doc/peltd/SECURITY\.md(\.gz)?' "$tmp/deb.raw"; then
+        pass "the operator's guide shipped: /usr/share/doc/peltd/README.md, SECURITY.md"
+else
+        fail "the package lacks the operator's guide (README.md, SECURITY.md in /usr/share/doc/peltd/)"
+fi
 
 different=()
 while IFS= read -r f; do
