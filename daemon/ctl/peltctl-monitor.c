@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <systemd/sd-event.h>
@@ -14,6 +15,63 @@
 #include "peltd/peltctl-monitor.h"
 #include "peltd/peltctl-output.h"
 #include "peltd/peltctl-text.h"
+
+/* One JSON document a line: the signal's fields, and when it came ("timestamp", RFC 3339, UTC). */
+static void print_json(const char *path, const char *old_cpus, const char *cpus, uint64_t old_shares, uint64_t shares,
+                       const char *policy, const char *reason) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        struct timespec ts;
+        char stamp[64] = "";
+        struct tm tm;
+
+        if (clock_gettime(CLOCK_REALTIME, &ts) == 0 && gmtime_r(&ts.tv_sec, &tm)) {
+                size_t n = strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+
+                snprintf(stamp + n, sizeof stamp - n, ".%06ldZ", ts.tv_nsec / 1000);
+        }
+        if (!o || json_add(o, "path", json_object_new_string(path)) < 0 ||
+            json_add(o, "old_cpus", json_object_new_string(old_cpus)) < 0 ||
+            json_add(o, "cpus", json_object_new_string(cpus)) < 0 ||
+            json_add(o, "old_shares", json_object_new_uint64(old_shares)) < 0 ||
+            json_add(o, "shares", json_object_new_uint64(shares)) < 0 ||
+            json_add(o, "policy", json_object_new_string(policy)) < 0 ||
+            json_add(o, "reason", json_object_new_string(reason)) < 0 ||
+            json_add(o, "timestamp", json_object_new_string(stamp)) < 0 || json_print(o, true) < 0)
+                log_oom();
+}
+
+/*
+ * Two lines a change: when, the group, its CPUs and shares; then the reason, wrapped to the width
+ * the output has, under the path. The reason names its policy already ("power: ..."): the policy is
+ * put before it only where it does not.
+ */
+static void print_text(const char *path, const char *old_cpus, const char *cpus, uint64_t old_shares, uint64_t shares,
+                       const char *policy, const char *reason) {
+        _cleanup_free_ char *p = text_sanitize(path), *oc = text_sanitize(old_cpus), *c = text_sanitize(cpus),
+                            *pol = text_sanitize(policy), *why = text_sanitize(reason), *line = NULL;
+        char stamp[16] = "--:--:--";
+        time_t now = time(NULL);
+        size_t n;
+        struct tm tm;
+
+        if (!p || !oc || !c || !pol || !why)
+                return (void) log_oom();
+        if (localtime_r(&now, &tm))
+                strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
+        printf("%s %s: CPUs %s -> %s", stamp, p, oc, c);
+        if (old_shares != shares)
+                printf(", shares %" PRIu64 " -> %" PRIu64, old_shares, shares);
+        putchar('\n');
+        n = strlen(pol);
+        if (isempty(pol) || (strncmp(why, pol, n) == 0 && why[n] == ':'))
+                line = strdup(why);
+        else if (asprintf(&line, "%s: %s", pol, why) < 0)
+                line = NULL;
+        if (!line)
+                return (void) log_oom();
+        printf("%9s", "");
+        text_wrap(stdout, line, 9, 9, MAX(text_width_of_stdout(), (size_t) 40));
+}
 
 /* userdata: the CtlOptions. */
 static int on_placement_changed(sd_bus_message *m, void *userdata, _unused_ sd_bus_error *error) {
@@ -27,31 +85,10 @@ static int on_placement_changed(sd_bus_message *m, void *userdata, _unused_ sd_b
                 log_warning_errno(r, "A PlacementChanged signal did not parse, ignoring: %m");
                 return 0;
         }
-        if (opt->json) {
-                _cleanup_json_ json_object *o = json_object_new_object();
-
-                if (!o || json_add(o, "path", json_object_new_string(path)) < 0 ||
-                    json_add(o, "old_cpus", json_object_new_string(old_cpus)) < 0 ||
-                    json_add(o, "cpus", json_object_new_string(cpus)) < 0 ||
-                    json_add(o, "old_shares", json_object_new_uint64(old_shares)) < 0 ||
-                    json_add(o, "shares", json_object_new_uint64(shares)) < 0 ||
-                    json_add(o, "policy", json_object_new_string(policy)) < 0 ||
-                    json_add(o, "reason", json_object_new_string(reason)) < 0 || json_print(o, true) < 0)
-                        return log_oom(), 0;
-        } else {
-                _cleanup_free_ char *p = text_sanitize(path), *oc = text_sanitize(old_cpus), *c = text_sanitize(cpus),
-                                    *pol = text_sanitize(policy), *why = text_sanitize(reason);
-                char stamp[16] = "";
-                time_t now = time(NULL);
-                struct tm tm;
-
-                if (!p || !oc || !c || !pol || !why)
-                        return log_oom(), 0;
-                if (localtime_r(&now, &tm))
-                        strftime(stamp, sizeof stamp, "%H:%M:%S", &tm);
-                printf("%s %s: CPUs %s -> %s, shares %" PRIu64 " -> %" PRIu64 ", %s: %s\n", stamp, p, oc, c, old_shares,
-                       shares, isempty(pol) ? "-" : pol, why);
-        }
+        if (opt->json)
+                print_json(path, old_cpus, cpus, old_shares, shares, policy, reason);
+        else
+                print_text(path, old_cpus, cpus, old_shares, shares, policy, reason);
         fflush(stdout);
         return 0;
 }

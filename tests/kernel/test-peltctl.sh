@@ -234,8 +234,12 @@ busctl --system emit /org/peltd1 org.peltd1.Manager PlacementChanged sssttss "/$
 run 0 policy power --runtime
 wait_for 10 grep -q "/$id/a: " "$tmp/monitor.out" || fail "monitor: no line for a"
 line=$(grep "/$id/a: " "$tmp/monitor.out" | head -n1)
-check "monitor: a packed by power, one line ($line)" \
-        matches "$line" "[0-2][0-9]:[0-5][0-9]:[0-6][0-9] /$id/a: CPUs $all_cpus -> $(cpus_of a), shares $orig_shares -> $orig_shares, power: power: *"
+reason=$(grep -A1 "/$id/a: " "$tmp/monitor.out" | sed -n 2p)
+check "monitor: a packed by power: when, the group and its CPUs ($line), shares only when they change" \
+        matches "$line" "[0-2][0-9]:[0-5][0-9]:[0-6][0-9] /$id/a: CPUs $all_cpus -> $(cpus_of a)"
+check "monitor: the reason below, indented, its policy named once ($reason)" matches "$reason" "         power: [a-z]*"
+check "monitor: every reason line fits 80 columns, wrapped (stdout not a terminal)" \
+        bash -c "grep '^         [^ ]' '$tmp/monitor.out' | awk 'length(\$0) > 80 { bad = 1 } END { exit bad }'"
 check "monitor: a signal from anyone but the daemon is not shown" bash -c "! grep -q forged '$tmp/monitor.out'"
 kill -INT "$monitor_pid"
 wait "$monitor_pid"
@@ -247,7 +251,8 @@ run 0 --runtime policy performance
 wait_for 10 grep -q "\"/$id/a\"" "$tmp/monitor.out" || fail "monitor --json: no line for a"
 jqcheck "monitor --json: one document a line, the signal's fields" "$(grep "\"/$id/a\"" "$tmp/monitor.out" | head -n1)" \
         --arg p "/$id/a" --arg all "$all_cpus" --argjson s "$orig_shares" \
-        'keys_unsorted == ["path","old_cpus","cpus","old_shares","shares","policy","reason"] and .path == $p and
+        'keys_unsorted == ["path","old_cpus","cpus","old_shares","shares","policy","reason","timestamp"] and .path == $p and
+         (.timestamp | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{6}Z$")) and
          .cpus == $all and .old_cpus != $all and .shares == $s and .policy == "performance" and (.reason | startswith("performance: "))'
 check "monitor --json: every line is JSON" bash -c "jq -e . '$tmp/monitor.out' > /dev/null"
 kill -TERM "$monitor_pid"
