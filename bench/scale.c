@@ -30,7 +30,7 @@
 #include <sys/prctl.h>
 
 #include "../tests/lib/machine-lock.h"
-#include "bench-util.h"
+#include "run-util.h"
 
 static bool str_eq(const char *a, const char *b) {
         return strcmp(a, b) == 0;
@@ -419,7 +419,9 @@ static unsigned groups_placed(unsigned n) {
 static Cost daemon_place(const Watch *w, unsigned n, char *ret_cpus, size_t size) {
         char first[512], last[512], cur[256];
         int ffd, lfd;
-        uint64_t idle_cpu = 0, idle_wall = 0, start_cpu = 0, start_wall = 0, deadline = bench_now_ns() + 60000000000ULL;
+        /* 60 s, and 20 ms more a group: the kernel's own cpuset writes grow slower with many groups. */
+        uint64_t idle_cpu = 0, idle_wall = 0, start_cpu = 0, start_wall = 0,
+                 deadline = bench_now_ns() + 60000000000ULL + (uint64_t) n * 20000000ULL;
         bool first_changed = false, last_changed = false;
 
         cpus_file(first, sizeof first, 0);
@@ -456,7 +458,15 @@ static Cost daemon_place(const Watch *w, unsigned n, char *ret_cpus, size_t size
                 }
                 usleep(500);
         }
-        bench_die("peltd did not place %u groups within 60 s (see %s)", n, logpath);
+        {
+                /* The scratch directory goes at exit: the daemon's last words now. */
+                char cmd[256];
+
+                snprintf(cmd, sizeof cmd, "tail -n 30 '%s' >&2", logpath);
+                if (system(cmd) != 0)
+                        fprintf(stderr, "scale: could not show %s\n", logpath);
+        }
+        bench_die("peltd did not place %u groups within %u s (its log's end above)", n, 60 + n / 50);
 }
 
 /* b: SIGTERM, from its sleep to its exit. */
@@ -720,13 +730,107 @@ static bool restore_values(const Sizes *z) {
         return failed;
 }
 
+/* ---- The curve (--curve): first placement and restore as the number of groups grows ------------ */
+
+static const unsigned curve_points[] = { 250, 500, 1000, 2000, 4000 };
+#define CURVE_N(a) (sizeof(a) / sizeof((a)[0]))
+
+typedef struct CurvePoint {
+        unsigned n;
+        Cost placed, stopped, ref_place, ref_restore;
+} CurvePoint;
+
+static void curve_measure(unsigned n, CurvePoint *pt) {
+        char cpus[256] = "";
+        Watch w;
+
+        make_tree(n, 2 * n);
+        pt->n = n;
+        pt->ref_place = ref_place(n, "0");
+        pt->ref_restore = ref_restore(n, "0", all_cpus);
+        start_daemon(&w);
+        pt->placed = daemon_place(&w, n, cpus, sizeof cpus);
+        if (groups_placed(n) != n)
+                bench_die("peltd placed %u of %u groups (see %s)", groups_placed(n), n, logpath);
+        pt->stopped = daemon_stop(&w);
+        if (groups_placed(n) != 0)
+                bench_die("SIGTERM left %u groups placed (see %s)", groups_placed(n), logpath);
+        remove_tree();
+}
+
+/* The data and the gnuplot script beside it, in out/: CPU time per group against the number of groups. */
+static void curve_plot(const char *out, const CurvePoint *pts, size_t n) {
+        char dat[256], gp[256], png[256];
+        FILE *f;
+
+        if (mkdir(out, 0755) < 0 && errno != EEXIST)
+                bench_die("mkdir %s: %s", out, strerror(errno));
+        snprintf(dat, sizeof dat, "%s/scale.dat", out);
+        snprintf(gp, sizeof gp, "%s/scale.gp", out);
+        snprintf(png, sizeof png, "%s/scale.png", out);
+        f = fopen(dat, "we");
+        if (!f)
+                bench_die("fopen %s: %s", dat, strerror(errno));
+        fprintf(f, "# groups  place_us_per_group  restore_us_per_group  loop_place_us  loop_restore_us (CPU time)\n");
+        for (size_t i = 0; i < n; i++)
+                fprintf(f, "%u %.2f %.2f %.2f %.2f\n", pts[i].n, pts[i].placed.cpu_s * 1e6 / pts[i].n,
+                        pts[i].stopped.cpu_s * 1e6 / pts[i].n, pts[i].ref_place.cpu_s * 1e6 / pts[i].n,
+                        pts[i].ref_restore.cpu_s * 1e6 / pts[i].n);
+        fclose(f);
+        f = fopen(gp, "we");
+        if (!f)
+                bench_die("fopen %s: %s", gp, strerror(errno));
+        fprintf(f, "set terminal pngcairo size 900,540 noenhanced\nset output '%s'\n"
+                   "set title 'peltd: CPU time per group, first placement and SIGTERM restore'\n"
+                   "set xlabel 'groups (2 sleeping threads each)'\nset ylabel 'CPU time per group (us)'\n"
+                   "set logscale x 2\nset yrange [0:*]\nset key top left\nset grid\n"
+                   "plot '%s' using 1:2 with linespoints lw 2 title 'peltd: first placement', \\\n"
+                   "     '' using 1:3 with linespoints lw 2 title 'peltd: SIGTERM restore', \\\n"
+                   "     '' using 1:4 with lines dt 2 title 'loop: read, record, write', \\\n"
+                   "     '' using 1:5 with lines dt 2 title 'loop: write back'\n",
+                png, dat);
+        fclose(f);
+        if (run_gnuplot(gp))
+                printf("\nplot: %s (data %s)\n", png, dat);
+}
+
+/*
+ * Linear: the kernel's own cpuset writes cost more per group as the groups grow (the loop shows
+ * it), so the criterion is peltd's cost against the loop's at each point: at the biggest point at
+ * most twice what it is at the smallest, for placement and restore alike (a cost of peltd's own
+ * that grows with the square of the groups doubles that ratio at every step).
+ */
+static bool curve(const char *out) {
+        CurvePoint pts[CURVE_N(curve_points)];
+        const CurvePoint *lo = &pts[0], *hi = &pts[CURVE_N(pts) - 1];
+        double place_growth, restore_growth;
+
+        printf("%8s  %14s %14s  %14s %14s  %7s %7s   (CPU time per group)\n", "groups", "peltd place", "peltd restore",
+               "loop place", "loop restore", "place", "restore");
+        for (size_t i = 0; i < CURVE_N(curve_points); i++) {
+                curve_measure(curve_points[i], &pts[i]);
+                printf("%8u  %11.1f us %11.1f us  %11.1f us %11.1f us  %6.2fx %6.2fx\n", pts[i].n,
+                       pts[i].placed.cpu_s * 1e6 / pts[i].n, pts[i].stopped.cpu_s * 1e6 / pts[i].n,
+                       pts[i].ref_place.cpu_s * 1e6 / pts[i].n, pts[i].ref_restore.cpu_s * 1e6 / pts[i].n,
+                       pts[i].placed.cpu_s / pts[i].ref_place.cpu_s, pts[i].stopped.cpu_s / pts[i].ref_restore.cpu_s);
+                fflush(stdout);
+        }
+        curve_plot(out, pts, CURVE_N(pts));
+        place_growth = (hi->placed.cpu_s / hi->ref_place.cpu_s) / (lo->placed.cpu_s / lo->ref_place.cpu_s);
+        restore_growth = (hi->stopped.cpu_s / hi->ref_restore.cpu_s) / (lo->stopped.cpu_s / lo->ref_restore.cpu_s);
+        printf("\npeltd against the loop at %u groups, against that at %u: placement %.2fx, restore %.2fx (linear: at most 2x)\n",
+               hi->n, lo->n, place_growth, restore_growth);
+        return place_growth > 2 || restore_growth > 2;
+}
+
 int main(int argc, char *argv[]) {
         const Sizes *z = argc > 2 && str_eq(argv[2], "--quick") ? &quick : &full;
+        const char *curve_out = argc > 2 && str_eq(argv[2], "--curve") ? (argc > 3 ? argv[3] : "bench-scale") : NULL;
         struct rlimit rl = { 1 << 20, 1 << 20 };
         bool failed = false;
 
         if (argc < 2)
-                bench_die("usage: scale PELTD [--quick]");
+                bench_die("usage: scale PELTD [--quick | --curve [OUTDIR]]");
         peltd = argv[1];
         machine_lock();
         (void) setrlimit(RLIMIT_NOFILE, &rl);
@@ -756,6 +860,12 @@ int main(int argc, char *argv[]) {
         if (!strchr(all_cpus, '-') && !strchr(all_cpus, ','))
                 bench_die("one CPU online: nothing to place");
 
+        if (curve_out) {
+                printf("scale: %s, the curve, peltd %s\n\n", v2 ? "cgroup v2" : "cgroup v1", peltd);
+                failed = curve(curve_out);
+                printf("\n%s\n", failed ? "FAIL" : "PASS");
+                return failed;
+        }
         printf("scale: %s, %s, peltd %s\n\n", v2 ? "cgroup v2" : "cgroup v1", z == &quick ? "quick" : "full", peltd);
         failed |= place_steady_stop(z, z->place_groups, true, z->bound_d);
         if (z->small_groups > 0)
