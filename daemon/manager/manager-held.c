@@ -180,7 +180,7 @@ static bool held_set(Manager *m, const HeldWalk *w) {
         if (cpumask_empty(&w->held))
                 log_info("No partition or exclusive cpuset holds CPUs any more (they held %s).", fmt_cpus(mine, before, sizeof before));
         else
-                log_info("CPUs %s are held by partitions or exclusive cpusets (%s; before: %s): placing nothing there.",
+                log_info("CPUs held by partitions or exclusive cpusets: %s (%s; before: %s): placing nothing there.",
                          fmt_cpus(&w->held, now, sizeof now), w->holders, fmt_cpus(mine, before, sizeof before));
         *mine = w->held;
         return manager_held_union(m);

@@ -36,7 +36,7 @@ cleanup() {
 said() { grep -c -- "$1" "$log"; }
 cpus_are() { [[ $(cpus_of "$1") == "$2" ]]; }
 no_cpu_1() { [[ $(cpus_of root/web) != *1* && $(cpus_of root/batch) != *1* ]]; }
-held_said() { [[ $(said "CPUs 1 are held by partitions or exclusive cpusets (/$id/part; before: (none))") -ge $1 ]]; }
+held_said() { [[ $(said "CPUs held by partitions or exclusive cpusets: 1 (/$id/part; before: (none)): placing nothing there.") -ge $1 ]]; }
 released_said() { [[ $(said "No partition or exclusive cpuset holds CPUs any more (they held 1)") -ge $1 ]]; }
 excl() { echo "$2" > "$cpuset_root/$id/$1/cpuset.cpu_exclusive"; }
 
@@ -68,7 +68,7 @@ for i in $(seq -w 1 $n_siblings); do
         mkdir "$cpuset_root/$id/n$i" "$cpuset_root/$id/flat/n$i"
 done
 
-write_config performance "CgroupRoot=/$id/root" "[Group /$id/root/batch]" "MinCPUs=2"
+write_config performance "CgroupRoot=/$id/root" "SamplingBackend=proc" "[Group /$id/root/batch]" "MinCPUs=2"
 sed -i "/^CgroupRoot=\/$id\$/d" "$conf"
 
 # ---- performance: held at start; given back, taken up by the periodic look ---------------------
@@ -107,7 +107,7 @@ fi
 echo 0 > "$cpuset_root/$id/root/cpuset.cpus"
 excl part 1 || fail "/$id/part cannot be made exclusive again"
 : > "$log"
-write_config power "CgroupRoot=/$id/root" "[Group /$id/root/batch]" "MinCPUs=2"
+write_config power "CgroupRoot=/$id/root" "SamplingBackend=proc" "[Group /$id/root/batch]" "MinCPUs=2"
 sed -i "/^CgroupRoot=\/$id\$/d" "$conf"
 start_daemon
 wait_for 5 running
