@@ -99,7 +99,8 @@ static int held_visit(HeldWalk *w, const char *path) {
         if (r == -ENOMEM)
                 return r;
         if (r < 0) {
-                log_debug_errno(r, "Failed to read whether %s holds CPUs (%m), ignoring it and its children.", path);
+                if (r != -ENOENT)
+                        log_debug_errno(r, "Failed to read whether %s holds CPUs (%m), ignoring it and its children.", path);
                 return 1;
         }
         if (!holds)

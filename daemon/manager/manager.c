@@ -445,7 +445,8 @@ static int plan(Manager *m, size_t k, size_t n) {
                 for (size_t i = 0; i < k; i++)
                         hist[i] = m->histories[a->owner[i] - m->groups];
         SWAP(a->res, a->res_prev);
-        r = policy_plan(m->topology, a->pg, k, &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model, .held = &m->held },
+        r = policy_plan(m->topology, a->pg, k,
+                        &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model, .held = &m->held },
                         hist, now_usec(CLOCK_MONOTONIC), a->res);
         if (r < 0) {
                 a->at_rest = false;
