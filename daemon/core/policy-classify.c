@@ -75,6 +75,11 @@ static bool classify_left_alone(const PolicyGroup *g, const PolicyHistory *h, us
                 snprintf(r->reason, sizeof r->reason, "Manage=no: left alone");
                 return true;
         }
+        /* Its owner placed it: never written; its load lies on its current set (step 2). */
+        if (g->owner != OWNER_NONE) {
+                snprintf(r->reason, sizeof r->reason, "owned elsewhere (%s)", group_owner_to_string(g->owner));
+                return true;
+        }
         if (g->pinned_narrower) {
                 snprintf(r->reason, sizeof r->reason, "its threads pin themselves narrower than its cpuset: left alone");
                 return true;
@@ -148,7 +153,7 @@ static void restrict_to_fit(const Topology *t, GroupPlan *gp) {
         }
 }
 
-/* Candidates: online, not isolated, allowed (operator and parent), in cpuset.mems' nodes. */
+/* Candidates: online, not isolated, not held, allowed (operator and parent), in cpuset.mems' nodes. */
 static void classify_candidates(const Planner *p, const PolicyGroup *g, GroupPlan *gp) {
         gp->candidates = p->usable;
         if (g->has_allowed)
@@ -157,6 +162,31 @@ static void classify_candidates(const Planner *p, const PolicyGroup *g, GroupPla
                 restrict_to_allowed_cpus(p, g, gp);
         if (g->has_mems)
                 restrict_to_mems(p, g, gp);
+}
+
+/*
+ * Why a group has no candidate CPU: where the CPUs other owners hold are all that its allowed
+ * CPUs left, the reason names them.
+ */
+static void describe_no_candidates(const Planner *p, const PolicyGroup *g, PolicyResult *r) {
+        const CpuMask *held = p->params->held;
+        Planner unheld;
+        GroupPlan gp = {};
+        char cpus[64];
+
+        if (held && !cpumask_empty(held)) {
+                unheld = *p;
+                cpumask_andnot(&unheld.usable, &p->t->online, &p->t->isolated);
+                classify_candidates(&unheld, g, &gp);
+                if (cpumask_intersects(&gp.candidates, held)) {
+                        cpumask_and(&gp.candidates, &gp.candidates, held);
+                        cpumask_format(&gp.candidates, cpus, sizeof cpus);
+                        snprintf(r->reason, sizeof r->reason, "its allowed CPUs (%s) are held by other owners: left alone", cpus);
+                        return;
+                }
+        }
+        snprintf(r->reason, sizeof r->reason,
+                 "no online, non-isolated CPU in its allowed CPUs%s: left alone", g->has_mems ? " and NUMA nodes" : "");
 }
 
 /*
@@ -200,8 +230,7 @@ void policy_classify(Planner *p, const PolicyGroup *g, PolicyHistory *h, usec_t 
 
         classify_candidates(p, g, gp);
         if (cpumask_empty(&gp->candidates)) {
-                snprintf(r->reason, sizeof r->reason,
-                         "no online, non-isolated CPU in its allowed CPUs%s: left alone", g->has_mems ? " and NUMA nodes" : "");
+                describe_no_candidates(p, g, r);
                 return;
         }
         if (asymmetric(p->t))

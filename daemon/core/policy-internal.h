@@ -54,7 +54,7 @@ typedef struct GroupPlan {
 typedef struct Planner {
         const Topology *t;
         const PolicyParams *params;
-        CpuMask usable;
+        CpuMask usable;              /* online, not isolated, not held by another owner */
         /*
          * Per CPU, the load laid down so far: by demand (what sets are sized and checked for), and
          * by util (what the energy estimate runs on: the expected load, where demand is its

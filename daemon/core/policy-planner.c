@@ -48,6 +48,9 @@ int planner_init(Planner *p, const Topology *t, const PolicyParams *params) {
         *p = (Planner){ .t = t, .params = params };
 
         cpumask_andnot(&p->usable, &t->online, &t->isolated);
+        /* CPUs another owner holds exclusively are in no set planned: they are not usable. */
+        if (params->held)
+                cpumask_andnot(&p->usable, &p->usable, params->held);
         p->cpu_util = new0(double, MAX(t->n_cpus, 1u));
         p->cpu_energy = new0(double, MAX(t->n_cpus, 1u));
         p->base_util = new0(double, MAX(t->n_cpus, 1u));

@@ -12,9 +12,10 @@
  * One round of placement:
  *
  *   1. per group: its demand (the maximum util over the last rounds; runnable where it waits for
- *      CPU), its candidate CPUs (online, not isolated, inside the allowed CPUs and the NUMA nodes of
- *      cpuset.mems, on asymmetric machines inside the classes its biggest task fits), and how it is
- *      placed: left alone, spread (performance), packed (power) or chosen by energy (balanced);
+ *      CPU), its candidate CPUs (online, not isolated, not held by another owner, inside the allowed
+ *      CPUs and the NUMA nodes of cpuset.mems, on asymmetric machines inside the classes its biggest
+ *      task fits), and how it is placed: left alone (owned elsewhere among other reasons), spread
+ *      (performance), packed (power) or chosen by energy (balanced);
  *   2. the load of groups left alone and of spread groups is laid down first (per-CPU util, as the
  *      energy model spreads it), so that packing sees what is already there;
  *   3. packed and chosen groups are placed in order, each on top of the ones before;

@@ -12,6 +12,7 @@
  *                     rounds, its runtime settings, and what it tells its hooks
  *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
  *   manager-apply.c   applying a group's plan and the change log with its journal fields; restoring
+ *   manager-held.c    CPUs held by partitions and exclusive cpusets, and the union of every owner's
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
  */
@@ -166,6 +167,8 @@ struct Manager {
         CpuMask held;                /* all of them: in no set peltd writes */
         CpuMask held_by[_OWNER_MAX]; /* by owner, for the metrics */
         size_t n_owned_said[_OWNER_MAX]; /* the counts of groups owned elsewhere the log last gave */
+        usec_t held_walk_usec;       /* the last look for partitions and exclusive cpusets (manager-held.c) */
+        int held_error;              /* its error, said once until it changes */
         uint64_t n_rounds;
         Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
 
@@ -243,6 +246,22 @@ bool manager_thread_pinned(Manager *m, const ManagedGroup *g, const char *cgroup
 
 /* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
 void manager_resolve_target(Manager *m, ManagedGroup *g);
+
+/* manager-held.c */
+
+/*
+ * m->held made the union of every owner's held_by[] again. Returns whether it changed: then the
+ * caller plans again (planning_invalidate()).
+ */
+bool manager_held_union(Manager *m);
+
+/*
+ * Looks for groups peltd does not manage that hold CPUs (v1 exclusive cpusets, v2 partitions) and
+ * makes what they hold m->held_by[OWNER_PARTITION]: at once when force (start, Reload, hotplug),
+ * else (task rounds) only when the last look is 10 s old. A change is logged once. Returns whether
+ * m->held changed (manager_held_union()).
+ */
+bool manager_refresh_held(Manager *m, bool force);
 
 /* manager-apply.c */
 

@@ -238,6 +238,7 @@ static int refresh_topology(Manager *m) {
         }
         update_capacities(m);
         planning_invalidate(m);
+        (void) manager_refresh_held(m, true); /* v1 drops offline CPUs from exclusive cpusets too */
         {
                 char b[128];
 
@@ -444,7 +445,8 @@ static int plan(Manager *m, size_t k, size_t n) {
                 for (size_t i = 0; i < k; i++)
                         hist[i] = m->histories[a->owner[i] - m->groups];
         SWAP(a->res, a->res_prev);
-        r = policy_plan(m->topology, a->pg, k, &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model },
+        r = policy_plan(m->topology, a->pg, k,
+                        &(PolicyParams){ .policy = m->policy, .energy_model = m->energy_model, .held = &m->held },
                         hist, now_usec(CLOCK_MONOTONIC), a->res);
         if (r < 0) {
                 a->at_rest = false;
@@ -639,6 +641,8 @@ static int manager_round(Manager *m, bool task_round) {
         r = note_sample_error(m, sample(m, task_round));
         if (r != 0)
                 return r < 0 ? r : 0;
+        if (task_round && manager_refresh_held(m, false))
+                planning_invalidate(m);
         return plan_and_apply(m, task_round);
 }
 
@@ -881,6 +885,8 @@ static int reload(Manager *m, char **ret_message) {
         runtime_overrides = m->runtime_policy != POLICY_INVALID && m->runtime_policy != m->config->policy;
         for (size_t i = 0; i < m->n_groups; i++)
                 m->groups[i].target_known = false; /* Backend= may have changed */
+        if (manager_refresh_held(m, true)) /* CgroupRoot= and Groups= may have changed */
+                planning_invalidate(m);
         r = arm_timers(m);
         if (r < 0) {
                 /* The timers keep their old times where they have one; one that stopped is retried. */
@@ -1142,6 +1148,8 @@ int manager_new(const Args *args, Manager **ret) {
         if (r == 0)
                 /* Its groups are managed from now: the start line counts them. */
                 r = sync_baseline_groups(m);
+        if (r == 0)
+                (void) manager_refresh_held(m, true); /* nothing planned yet */
         if (r == -ENOMEM)
                 return log_oom();
 

@@ -985,6 +985,155 @@ static void test_plan_without_history_places_at_once(void **state) {
 
 /* ---- The fixture trees, read by topology_load() ---------------------------------------------- */
 
+/* ---- Other owners ---------------------------------------------------------------------------- */
+
+/* CPUs for another owner to hold on a shape: the first CPU of each package and each class, and its last. */
+static CpuMask some_held(const Topology *t) {
+        CpuMask m;
+
+        cpumask_zero(&m);
+        for (size_t k = 0; k < t->n_packages; k++)
+                (void) cpumask_set(&m, cpumask_first(&t->packages[k].cpus));
+        for (size_t k = 0; k < t->n_classes; k++)
+                (void) cpumask_set(&m, cpumask_first(&t->classes[k].cpus));
+        (void) cpumask_set(&m, cpumask_last(&t->online));
+        return m;
+}
+
+/* Held CPUs are in no set planned, under every policy, light or heavy, spread or packed. */
+static void check_held_never_planned(const char *name) {
+        Topology *t = shape(name);
+        CpuMask held = some_held(t);
+        PolicyGroup g[4] = { group(t, "/light", 100, 1), group(t, "/bursty", 300, 4), group(t, "/heavy", 100000, 64),
+                             group(t, "/big-task", 900, 1) };
+        PolicyHistory h[4];
+        PolicyResult r[4];
+
+        g[1].avg_slice_usec = 20;   /* short bursts: balanced packs it */
+        g[3].max_task_util = 900;   /* one task that fits only the biggest classes */
+        for (size_t p = 0; p < ELEMENTSOF(all_policies); p++) {
+                PolicyParams params = { .policy = all_policies[p], .held = &held };
+
+                assert_int_equal(policy_plan(t, g, 4, &params, NULL, 0, r), 0);
+                for (size_t i = 0; i < 4; i++) {
+                        check_invariants(t, &g[i], &r[i]);
+                        assert_true(r[i].managed);
+                        assert_false(cpumask_intersects(&r[i].cpus, &held));
+                }
+
+                /* With history, from sets that hold them: left at once, in the first round placed. */
+                memset(h, 0, sizeof h);
+                for (unsigned round = 0; round <= 12; round++)
+                        assert_int_equal(policy_plan(t, g, 4, &params, h, round * 100 * USEC_PER_MSEC, r), 0);
+                for (size_t i = 0; i < 4; i++) {
+                        assert_true(r[i].managed);
+                        assert_false(cpumask_intersects(&r[i].cpus, &held));
+                }
+        }
+        topo_build_free(t);
+}
+
+static void test_held_cpus_never_planned(void **state) {
+        _unused_ void *s = state;
+
+        for (size_t k = 0; k < ELEMENTSOF(one_class_shapes); k++)
+                check_held_never_planned(one_class_shapes[k]);
+        for (size_t k = 0; k < ELEMENTSOF(asymmetric_shapes); k++)
+                check_held_never_planned(asymmetric_shapes[k]);
+}
+
+/* A plan that holds a CPU which becomes held leaves it in the next round, not after a hold time. */
+static void test_held_cpu_left_at_once(void **state) {
+        _unused_ void *s = state;
+        Topology *t = shape("x86-2s-smt");
+        CpuMask held = mask("3,11");
+        Run run;
+
+        run_init(&run, t, POLICY_PERFORMANCE, 2000, 8);
+        while (run.round < 12)
+                run_round(&run);
+        assert_true(cpumask_test(&run.r.cpus, 3));
+        run.params.held = &held;
+        run_round(&run);
+        assert_false(cpumask_intersects(&run.r.cpus, &held));
+        assert_int_equal(cpumask_count(&run.r.cpus), 14);
+        /* Given back, taken again at once: a widening. */
+        run.params.held = NULL;
+        run_round(&run);
+        assert_true(cpumask_equal(&run.r.cpus, &t->online));
+        topo_build_free(t);
+}
+
+/* Where other owners hold every CPU a group may have: left alone where it is, the CPUs named. */
+static void test_all_held_leaves_group_alone(void **state) {
+        _unused_ void *s = state;
+        Topology *t = shape("x86-2s-smt");
+        CpuMask held = mask("4-7,12-15");
+        PolicyGroup g[2] = { group(t, "/inside", 300, 2), group(t, "/free", 300, 2) };
+        PolicyResult r[2];
+
+        g[0].has_allowed = true; /* v1: its parent holds only package 1 */
+        g[0].allowed = mask("4-7,12-15");
+        g[0].cpus = g[0].allowed;
+        for (size_t p = 0; p < ELEMENTSOF(all_policies); p++) {
+                PolicyParams params = { .policy = all_policies[p], .held = &held };
+
+                assert_int_equal(policy_plan(t, g, 2, &params, NULL, 0, r), 0);
+                assert_false(r[0].managed);
+                assert_false(r[0].learning);
+                assert_true(cpumask_equal(&r[0].cpus, &g[0].cpus));
+                assert_string_equal(r[0].reason, "its allowed CPUs (4-7,12-15) are held by other owners: left alone");
+                assert_true(r[1].managed);
+                assert_false(cpumask_empty(&r[1].cpus));
+                assert_true(cpumask_subset(&r[1].cpus, &t->packages[0].cpus));
+        }
+        topo_build_free(t);
+}
+
+/*
+ * A group owned elsewhere is left alone on the CPUs its owner gave it, and its demand counts there:
+ * packing the others sizes their sets with it.
+ */
+static void test_owned_groups_left_alone_load_counted(void **state) {
+        _unused_ void *s = state;
+        Topology *t = shape("x86-2s-smt");
+        PolicyGroup g[2] = { group(t, "/owned", 3000, 8), group(t, "/light", 600, 2) };
+        PolicyHistory h[2] = {};
+        PolicyParams params = { .policy = POLICY_POWER };
+        PolicyResult alone, r[2];
+
+        /* Alone, the light group fits one core of package 0. */
+        plan(t, &g[1], 1, POLICY_POWER, &alone);
+        assert_true(alone.managed);
+        assert_int_equal(cores_touched(t, &alone.cpus), 1);
+
+        g[0].owner = OWNER_RUNTIME;
+        g[0].cpus = mask("0-3,8-11");
+        for (size_t p = 0; p < ELEMENTSOF(all_policies); p++) {
+                plan(t, g, 2, all_policies[p], r);
+                assert_false(r[0].managed);
+                assert_false(r[0].learning);
+                assert_true(cpumask_equal(&r[0].cpus, &g[0].cpus));
+                assert_string_equal(r[0].reason, "owned elsewhere (runtime)");
+                check_invariants(t, &g[1], &r[1]);
+        }
+        /* Packed on top of the owned group's 2.9 CPUs on package 0: more cores than alone, and the reason says why. */
+        plan(t, g, 2, POLICY_POWER, r);
+        assert_true(cores_touched(t, &r[1].cpus) > 1);
+        assert_non_null(strstr(r[1].reason, "with 2.2 CPUs of others' load")); /* 3 of its 4 cores: 6/8 of 2.9 */
+
+        /* With history too, from its first round: never learning, never placed. */
+        g[0].owner = OWNER_PARTITION;
+        for (unsigned round = 0; round <= 12; round++) {
+                assert_int_equal(policy_plan(t, g, 2, &params, h, round * 100 * USEC_PER_MSEC, r), 0);
+                assert_false(r[0].managed);
+                assert_false(r[0].learning);
+                assert_string_equal(r[0].reason, "owned elsewhere (partition)");
+        }
+        assert_true(r[1].managed);
+        topo_build_free(t);
+}
+
 static Topology *fixture(const char *name) {
         _cleanup_rootdir_ RootDir *root = NULL;
         char path[512];
@@ -1122,6 +1271,10 @@ int main(void) {
                 cmocka_unit_test(test_steady_load_settles),
                 cmocka_unit_test(test_plan_at_rest_stands),
                 cmocka_unit_test(test_plan_without_history_places_at_once),
+                cmocka_unit_test(test_held_cpus_never_planned),
+                cmocka_unit_test(test_held_cpu_left_at_once),
+                cmocka_unit_test(test_all_held_leaves_group_alone),
+                cmocka_unit_test(test_owned_groups_left_alone_load_counted),
                 cmocka_unit_test(test_fixtures_one_class),
                 cmocka_unit_test(test_fixtures_asymmetric),
                 cmocka_unit_test(test_fixtures_every_tree_keeps_invariants),
