@@ -98,9 +98,7 @@ int kubelet_state_load(const char *path, KubeletCheckpoint **ret, KubeletStateSt
                 log_debug("%s is not there: no kubelet CPU manager on this node.", path);
         if (r < 0)
                 return r;
-        r = kubelet_checkpoint_parse(text, size, ret, ret_error);
-        if (r < 0)
-                return r;
+        /* Read, whether it parses or not: the stamp is of these bytes. */
         *ret_stamp = stamp;
-        return 0;
+        return kubelet_checkpoint_parse(text, size, ret, ret_error);
 }

@@ -99,14 +99,18 @@ static int kubelet_read(Manager *m) {
                 k->stamp = (KubeletStateStamp){ .exists = false };
                 return 0;
         }
+        if (r < 0 && !error)
+                error = strdup(strerror(-r));
+        if (r < 0 && !error)
+                return -ENOMEM;
         if (r < 0) {
                 /* Said once a fault: the same error again (kubelet rewriting a broken file) is not news. */
                 if (!k->error || !streq(k->error, error))
                         log_warning("%s: %s; every group under kubepods is left alone until it parses.", k->path, error);
                 free(k->error);
                 k->error = error;
-                /* Not read: compare with the file as it is now, so that it is not read again every round. */
-                if (kubelet_state_stamp(k->path, &k->stamp) < 0)
+                /* Refused unread: compare with the file as it is now, so that it is not read again every round. */
+                if (r != -EINVAL && kubelet_state_stamp(k->path, &k->stamp) < 0)
                         k->stamp = (KubeletStateStamp){ .exists = false };
                 return 0;
         }

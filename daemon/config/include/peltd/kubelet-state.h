@@ -26,9 +26,9 @@ int kubelet_state_stamp(const char *path, KubeletStateStamp *ret);
 bool kubelet_state_stamp_equal(const KubeletStateStamp *a, const KubeletStateStamp *b);
 
 /*
- * Reads and parses the checkpoint at path. Returns 0 with *ret and *ret_stamp (of the file read);
- * -ENOENT when there is no such file (no kubelet on this node); -ENOMEM; any other error
- * (-EPERM: not trusted, -EINVAL: does not parse, -EIO, ...) with *ret_error a sentence saying
- * why, without the path (the caller names it). Never logs above debug.
+ * Reads and parses the checkpoint at path. Returns 0 with *ret; -ENOENT when there is no such
+ * file (no kubelet on this node); -ENOMEM; any other error (-EPERM: not trusted, -EINVAL: does
+ * not parse, -EIO, ...) with *ret_error a sentence saying why, without the path (the caller names
+ * it). *ret_stamp is that of the bytes read, set with 0 and -EINVAL. Never logs above debug.
  */
 int kubelet_state_load(const char *path, KubeletCheckpoint **ret, KubeletStateStamp *ret_stamp, char **ret_error);
