@@ -10,7 +10,7 @@
 # a task round, a pod removed (CPU 1 free again) and one added (held again); a checkpoint that
 # does not parse leaves kubepods alone, the log saying why, and one that parses again is said.
 # Removes the subtree, its scratch directory and the processes it started, also on failure. About
-# 15 s.
+# 10 s.
 #
 #   test-kubelet.sh PELTD
 set -u
