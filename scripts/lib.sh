@@ -18,6 +18,7 @@ PELTD_TEST_PACKAGES=(
         debhelper dpkg-dev lintian
         prometheus prometheus-node-exporter curl inotify-tools
         gnuplot-nox rt-tests
+        podman runc busybox-static
 )
 
 # Installed for their tools only (promtool; a node_exporter the metrics test starts on a port of

@@ -15,6 +15,7 @@
  *   manager-held.c    CPUs held by partitions and exclusive cpusets, and the union of every owner's
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
+ *   manager-kubelet.c kubelet's CPU manager checkpoint: the CPUs it holds, the groups it places
  */
 
 #include <stdbool.h>
@@ -110,6 +111,7 @@ typedef struct RuntimeShares {
 
 typedef struct Manager Manager;    /* as in peltd/manager.h, which this does not include */
 typedef struct Planning Planning;
+typedef struct ManagerKubelet ManagerKubelet;
 struct ManagerHooks;
 
 /* Who is told of changes (manager_add_hooks()): the bus and the metrics file, so far. */
@@ -169,6 +171,7 @@ struct Manager {
         size_t n_owned_said[_OWNER_MAX]; /* the counts of groups owned elsewhere the log last gave */
         usec_t held_walk_usec;       /* the last look for partitions and exclusive cpusets (manager-held.c) */
         int held_error;              /* its error, said once until it changes */
+        ManagerKubelet *kubelet;     /* KubeletCpuManagerState=: what its checkpoint says (manager-kubelet.c) */
         uint64_t n_rounds;
         Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
 
@@ -294,3 +297,27 @@ int manager_restore_all(Manager *m, const char *why);
  * CPUWeight converted), as recorded in the state file; 0 when nothing is recorded.
  */
 uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g);
+
+/* manager-kubelet.c */
+
+/*
+ * Reads kubelet's CPU manager checkpoint (KubeletCpuManagerState=), at start and at Reload: its
+ * exclusive CPUs in held_by[OWNER_KUBELET] and held. A missing file is no kubelet; one that does
+ * not parse is said once. Returns 1 when what the planner sees changed (plan again), 0, or -ENOMEM.
+ */
+int manager_kubelet_load(Manager *m);
+/* At task rounds: the checkpoint read again when its file changed. Returns as manager_kubelet_load(). */
+int manager_kubelet_check(Manager *m);
+void manager_kubelet_free(Manager *m);
+
+/*
+ * OWNER_KUBELET for a group under the kubepods hierarchy while kubelet's checkpoint says policy
+ * static, or does not parse (reason, size bytes: why; may be NULL); else OWNER_NONE.
+ */
+GroupOwner manager_kubelet_owner(const Manager *m, const char *path, char *reason, size_t size);
+
+/*
+ * A group's planner input as kubelet has it: owner OWNER_KUBELET for its groups (never applied;
+ * the change said once), and the held CPUs out of every other group's allowed CPUs.
+ */
+void manager_kubelet_plan_input(Manager *m, ManagedGroup *g, PolicyGroup *p);

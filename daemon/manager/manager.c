@@ -47,6 +47,7 @@ Manager *manager_free(Manager *m) {
         free(m->groups);
         free(m->histories);
         planning_free(m->planning);
+        manager_kubelet_free(m);
         originals_free(m->originals);
         subtree_lock_free(m->subtree_lock);
         if (m->lock_fd >= 0)
@@ -406,6 +407,7 @@ static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
                         a->keys[k].override_shares = a->override[k].shares;
                         p->config = &a->override[k];
                 }
+                manager_kubelet_plan_input(m, g, p);
                 a->owner[k] = g;
                 k++;
         }
@@ -554,7 +556,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                                 }
                         }
                 }
-                if (!res->managed)
+                if (!res->managed || a->pg[i].owner == OWNER_KUBELET)
                         continue;
                 /* The placed ones are applied together, with one save of the state file. */
                 a->apply_groups[n_apply] = g;
@@ -636,6 +638,13 @@ static int manager_round(Manager *m, bool task_round) {
                 log_error("Stopping: another peltd took CgroupRoot=%s.", m->config->cgroup_root);
                 (void) sd_event_exit(m->event, 1);
                 return 0;
+        }
+
+        /* kubelet's checkpoint changed: followed within a task round. */
+        if (task_round && (r = manager_kubelet_check(m)) != 0) {
+                if (r < 0)
+                        return r;
+                planning_invalidate(m);
         }
 
         r = note_sample_error(m, sample(m, task_round));
@@ -881,6 +890,11 @@ static int reload(Manager *m, char **ret_message) {
         config_free(old);
 
         settings_changed(m);
+        r = manager_kubelet_load(m);
+        if (r < 0)
+                log_oom();
+        if (r != 0)
+                planning_invalidate(m);
         /* SetPolicy holds across reloads: where it differs from Policy=, the line says which wins. */
         runtime_overrides = m->runtime_policy != POLICY_INVALID && m->runtime_policy != m->config->policy;
         for (size_t i = 0; i < m->n_groups; i++)
@@ -1129,6 +1143,8 @@ int manager_new(const Args *args, Manager **ret) {
         if (r < 0)
                 return r; /* logged, with FILE:LINE */
         r = open_machine(m);
+        if (r >= 0 && manager_kubelet_load(m) < 0)
+                r = log_oom();
         if (r >= 0)
                 r = open_cgroups(m);
         if (r >= 0)
