@@ -344,6 +344,7 @@ int manager_apply_plans(Manager *m, ManagedGroup *const *groups, const PolicyRes
                         continue;
                 r = cg_batch_write(&m->io, m->originals, p[i].w, p[i].n);
                 if (r < 0) {
+                        m->placement_errors += cg_error_class(r) != CG_ERROR_GONE; /* a group that went is no error */
                         note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
                         failed = true;
                 } else if (placed(m, &p[i], &changes[n_changes]))
