@@ -22,13 +22,8 @@ int cmd_status(sd_bus *bus, _unused_ char **args, const CtlOptions *opt) {
         int r;
 
         if ((r = get_properties(bus, &props)) != 0 || (r = get_topology(bus, NULL, NULL, &topo)) != 0 ||
-            (r = call(bus, "ListGroups", false, &groups, NULL)) != 0)
+            (r = list_groups(bus, &groups, &rows, &n)) != 0)
                 return r;
-        r = read_rows(groups, &rows, &n);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read ListGroups' answer: %m");
-                return EXIT_FAILURE;
-        }
 
         if (opt->json) {
                 json_object *a = rows_to_json(rows, n);
@@ -79,14 +74,9 @@ int cmd_groups(sd_bus *bus, _unused_ char **args, const CtlOptions *opt) {
         size_t n = 0;
         int r;
 
-        r = call(bus, "ListGroups", false, &reply, NULL);
+        r = list_groups(bus, &reply, &rows, &n);
         if (r != 0)
                 return r;
-        r = read_rows(reply, &rows, &n);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read ListGroups' answer: %m");
-                return EXIT_FAILURE;
-        }
         if (opt->json) {
                 _cleanup_json_ json_object *a = rows_to_json(rows, n);
 
