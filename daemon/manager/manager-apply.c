@@ -108,6 +108,7 @@ static void note_failure(Manager *m, ManagedGroup *g, const char *key, int r, co
                         log_error_errno(r, "Failed to record originals in %s: %m; changing no group until it works.",
                                         m->config->state_file);
                 m->record_error = r;
+                m->placement_errors++; /* its writes are not made: failed as surely as a refused write */
                 (void) cg_retry_failed(&g->retry, key, r, CG_ERROR_TRANSIENT);
                 return;
         }

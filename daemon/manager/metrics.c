@@ -359,7 +359,7 @@ int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size) {
                       s->energy_estimate_spread);
 
         u64_family(&b, "peltd_placement_errors_total", "counter",
-                   "Placement writes (cpuset.cpus, cpu.shares, cpu.weight, systemd properties) that failed.",
+                   "Placement writes that failed (cpuset.cpus, cpu.shares, cpu.weight, systemd properties), or were not made as the state file could not record them.",
                    s->placement_errors);
         held_family(&b, s);
 

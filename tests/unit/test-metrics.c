@@ -86,7 +86,7 @@ static void test_render_exact(_unused_ void **state) {
                 "# HELP peltd_energy_estimate_spread Energy estimate of the same load with every group on every online CPU, in the same units.\n"
                 "# TYPE peltd_energy_estimate_spread gauge\n"
                 "peltd_energy_estimate_spread 45\n"
-                "# HELP peltd_placement_errors_total Placement writes (cpuset.cpus, cpu.shares, cpu.weight, systemd properties) that failed.\n"
+                "# HELP peltd_placement_errors_total Placement writes that failed (cpuset.cpus, cpu.shares, cpu.weight, systemd properties), or were not made as the state file could not record them.\n"
                 "# TYPE peltd_placement_errors_total counter\n"
                 "peltd_placement_errors_total 5\n"
                 "# HELP peltd_cpus_held CPUs another owner holds exclusively (kubelet's static CPUs, partitions, exclusive cpusets): in no set peltd writes.\n"
