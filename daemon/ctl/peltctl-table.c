@@ -107,10 +107,12 @@ int table_print(FILE *f, const Row *rows, size_t n, size_t width) {
 
 /* ---- top -------------------------------------------------------------------------------------- */
 
+/* top's numbers are narrower than the table's (up to 99.99 CPUs): the reason gets the room. */
+#define TOP_UTIL 5
+#define TOP_RUNNABLE 5
 #define TOP_CHANGES 7
 #define TOP_HEADER_LINES 3            /* the header, a blank line, the columns' names */
 #define TOP_PATH_MIN 12
-#define TOP_REASON_MIN 12
 
 /* Busiest first; equal util by path, so that rows do not swap places between frames. */
 static int by_util(const void *a, const void *b) {
@@ -128,7 +130,7 @@ static int top_row(FILE *f, const Row *row, const Widths *w, size_t reason_w) {
         if (!p || !c || !o || !why)
                 return -ENOMEM;
         text_pad(f, p, w->path);
-        fprintf(f, "%*.2f%*.2f%*s", COL_GAP + COL_UTIL, row->util / 1024.0, COL_GAP + COL_RUNNABLE,
+        fprintf(f, "%*.2f%*.2f%*s", COL_GAP + TOP_UTIL, row->util / 1024.0, COL_GAP + TOP_RUNNABLE,
                 row->runnable / 1024.0, COL_GAP, "");
         text_pad(f, c, w->cpus);
         fprintf(f, "%*" PRIu64 "%*s", COL_GAP + COL_SHARES, row->shares, COL_GAP, "");
@@ -167,10 +169,10 @@ int top_print(FILE *f, const TopHeader *h, Row *rows, size_t n, size_t width, si
         if (r < 0)
                 return r;
         width = MAX(width, (size_t) 80);
-        fixed = COL_UTIL + COL_RUNNABLE + w.cpus + COL_SHARES + w.owner + TOP_CHANGES + 7 * COL_GAP;
+        fixed = TOP_UTIL + TOP_RUNNABLE + w.cpus + COL_SHARES + w.owner + TOP_CHANGES + 7 * COL_GAP;
         rest = width - fixed;
-        /* The path and the reason share what is left: the path up to all but TOP_REASON_MIN of it. */
-        w.path = MIN(w.path, MAX(rest > TOP_REASON_MIN ? rest - TOP_REASON_MIN : 0, (size_t) TOP_PATH_MIN));
+        /* The path and the reason share what is left: the path at most half of it (but 12). */
+        w.path = MIN(w.path, MAX(rest / 2, (size_t) TOP_PATH_MIN));
         if (height > 0 && n > height - MIN(height, (size_t) TOP_HEADER_LINES))
                 shown = height > TOP_HEADER_LINES + 1 ? height - TOP_HEADER_LINES - 1 : 0;
 
@@ -178,7 +180,7 @@ int top_print(FILE *f, const TopHeader *h, Row *rows, size_t n, size_t width, si
         if (r < 0)
                 return r;
         text_pad(f, "GROUP", w.path);
-        fprintf(f, "%*s%*s%*s", COL_GAP + COL_UTIL, "UTIL", COL_GAP + COL_RUNNABLE, "RUNNABLE", COL_GAP, "");
+        fprintf(f, "%*s%*s%*s", COL_GAP + TOP_UTIL, "UTIL", COL_GAP + TOP_RUNNABLE, "RUN", COL_GAP, "");
         text_pad(f, "CPUS", w.cpus);
         fprintf(f, "%*s%*s", COL_GAP + COL_SHARES, "SHARES", COL_GAP, "");
         text_pad(f, "OWNER", w.owner);

@@ -302,7 +302,7 @@ jqcheck "groups --json: changes and last_change_usec as ListGroupDetails says" "
 run 0 top
 check "top: the header ($(head -n1 "$tmp/out"))" \
         grep -qE "^policy performance, backend cgroupfs, [0-9]+ rounds, [0-9]+ placement changes?, 4 groups$" <(head -n1 "$tmp/out")
-check "top: the columns" grep -qE "^GROUP +UTIL +RUNNABLE +CPUS +SHARES +OWNER +CHANGES +REASON$" "$tmp/out"
+check "top: the columns" grep -qE "^GROUP +UTIL +RUN +CPUS +SHARES +OWNER +CHANGES +REASON$" "$tmp/out"
 check "top: a first, its changes ($(sed -n 4p "$tmp/out"))" \
         grep -qE "^(/$id|…[^ ]*)/a +0\.[0-9]{2} +0\.[0-9]{2} +$all_cpus +$orig_shares +- +[0-9]+ +performance" <(sed -n 4p "$tmp/out")
 check "top: four groups, a line each" [ "$(wc -l < "$tmp/out")" -eq 7 ]

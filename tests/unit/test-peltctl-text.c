@@ -152,22 +152,22 @@ static void test_top(_unused_ void **state) {
                                rows, ELEMENTSOF(rows), 80, 0));
         expect_str(out, "policy balanced, backend cgroupfs, 1200 rounds, 1 placement change, 3 groups\n"
                         "\n"
-                        "GROUP               UTIL  RUNNABLE  CPUS  SHARES  OWNER    CHANGES  REASON\n"
-                        "…/kubepods.slice    1.00      1.00  1       2048  kubelet        0  kubelet pla…\n"
-                        "/peltd/web          0.50      0.59  0-1     1024  -              7  balanced: l…\n"
-                        "/peltd/idle         0.00      0.59  0-1     1024  -              0  balanced: l…\n");
+                        "GROUP              UTIL    RUN  CPUS  SHARES  OWNER    CHANGES  REASON\n"
+                        "…/kubepods.slice   1.00   1.00  1       2048  kubelet        0  kubelet places …\n"
+                        "/peltd/web         0.50   0.59  0-1     1024  -              7  balanced: long-…\n"
+                        "/peltd/idle        0.00   0.59  0-1     1024  -              0  balanced: long-…\n");
         CAPTURE(out, top_print(f, &(TopHeader){ .policy = "power", .backend = "systemd" }, rows, ELEMENTSOF(rows), 80, 5));
         expect_str(out, "policy power, backend systemd, 0 rounds, 0 placement changes, 3 groups\n"
                         "\n"
-                        "GROUP               UTIL  RUNNABLE  CPUS  SHARES  OWNER    CHANGES  REASON\n"
-                        "…/kubepods.slice    1.00      1.00  1       2048  kubelet        0  kubelet pla…\n"
+                        "GROUP              UTIL    RUN  CPUS  SHARES  OWNER    CHANGES  REASON\n"
+                        "…/kubepods.slice   1.00   1.00  1       2048  kubelet        0  kubelet places …\n"
                         "… 2 more groups\n");
         /* Wider: the path whole, the reason whole. */
         CAPTURE(out, top_print(f, &(TopHeader){ .policy = "power", .backend = "systemd" }, rows, 1, 120, 0));
         expect_str(out, "policy power, backend systemd, 0 rounds, 0 placement changes, 1 group\n"
                         "\n"
-                        "GROUP                    UTIL  RUNNABLE  CPUS  SHARES  OWNER    CHANGES  REASON\n"
-                        "/peltd/kubepods.slice    1.00      1.00  1       2048  kubelet        0  kubelet places it\n");
+                        "GROUP                   UTIL    RUN  CPUS  SHARES  OWNER    CHANGES  REASON\n"
+                        "/peltd/kubepods.slice   1.00   1.00  1       2048  kubelet        0  kubelet places it\n");
 }
 
 int main(void) {

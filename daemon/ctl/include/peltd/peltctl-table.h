@@ -45,7 +45,8 @@ typedef struct TopHeader {
 /*
  * One frame of "top" in width columns and at most height lines (0: no limit): a header line,
  * then the groups sorted by util, busiest first (rows is sorted in place): path, util and runnable
- * in CPUs, CPUs, shares, owner, changes and reason, one line each. Lines that do not fit are
+ * ("RUN") in CPUs, CPUs, shares, owner, changes and reason, one line each; the path takes what it
+ * needs of half the room left (12 columns at least), the reason the rest. Lines that do not fit are
  * left out, and the last line says how many.
  */
 int top_print(FILE *f, const TopHeader *h, Row *rows, size_t n, size_t width, size_t height);
