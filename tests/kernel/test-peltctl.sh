@@ -31,6 +31,7 @@ chmod 0755 "$tmp"
 etc=$tmp/etc
 dropin=$etc/peltd.conf.d/90-peltctl.conf
 monitor_pid=
+top_pid=
 old_pid=
 workload_pids=()
 fail_log_lines=20
@@ -47,6 +48,7 @@ stop_monitor() {
 cleanup() {
         stop_monitor
         [[ -z $old_pid ]] || { kill "$old_pid" 2>/dev/null; wait "$old_pid" 2>/dev/null; }
+        [[ -z $top_pid ]] || { kill "$top_pid" 2>/dev/null; wait "$top_pid" 2>/dev/null; }
         end_pids TERM "${workload_pids[@]}"
         dbus_cleanup
 }
@@ -440,11 +442,25 @@ wait_for 5 bash -c "[[ \$(cat '$cpu_root/$id/c d/$shares_file') == $(v1_shares 3
 
 # ---- peltd is not running ----------------------------------------------------------------------
 start_monitor
+# top live on a terminal, its input a FIFO held open here (no key pressed), when the daemon stops.
+mkfifo "$tmp/top.in"
+exec 7<>"$tmp/top.in"
+TERM=xterm script -qec "$(printf '%q ' "$peltctl" top)" /dev/null < "$tmp/top.in" > "$tmp/top-live.out" 2>&1 &
+top_pid=$!
+wait_for 5 grep -q CHANGES "$tmp/top-live.out" || fail "top live: no frame drawn"
 stop_daemon
 wait "$monitor_pid"
 check "monitor: the daemon stopped, exit 1 (got $?)" [ $? -eq 1 ]
 monitor_pid=
 check "... saying so" grep -q "peltd stopped" "$tmp/monitor.err"
+# Gone, or a zombie waiting for this shell's wait.
+wait_for 5 bash -c "[[ ! -e /proc/$top_pid ]] || grep -q '^State:.*Z' /proc/$top_pid/status" ||
+        fail "top live: still running after the daemon stopped"
+wait "$top_pid"
+check "top live: the daemon stopped, exit 1 (got $?)" [ $? -eq 1 ]
+top_pid=
+exec 7>&-
+check "... saying so, once the terminal is put back" grep -q "peltd is not running" "$tmp/top-live.out"
 before=$(dropin_sum)
 for c in status groups "group /$id/a" topology policy "policy power" "policy power --runtime" "set-shares /$id/a 5" reload monitor \
         top; do
