@@ -207,10 +207,13 @@ run 0 group "/$id/c d"
 check "group: its fields ($out)" bash -c "grep -qxF '       Group: /$id/c d' '$tmp/out' && grep -qxF '      Shares: $orig_shares' '$tmp/out' &&
         grep -qxF '        CPUs: $all_cpus' '$tmp/out' && grep -qxF '      Policy: performance' '$tmp/out' &&
         grep -qE '^        Util: 0\.[0-9]{2} CPUs$' '$tmp/out' && grep -qE '^      Reason: performance: ' '$tmp/out'"
+check "group: its owner, pressure and changes (ListGroupDetails)" bash -c "grep -qxF '       Owner: - (peltd places it)' '$tmp/out' &&
+        grep -qE '^    Pressure: [0-9]+\.[0-9]{2} s waited for a CPU$' '$tmp/out' && grep -qE '^     Changes: [0-9]+(, the last [0-9]+ s ago)?$' '$tmp/out'"
 run 0 --json group "/$id/a"
 gg=$(busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager GetGroup s "/$id/a")
-jqcheck "group --json: one object, as GetGroup says" "$out" --argjson gg "$gg" \
-        '(keys_unsorted == ["path","util","runnable","load","shares","cpus","policy","reason"]) and
+jqcheck "group --json: one object, as GetGroup says, with ListGroupDetails' fields" "$out" --argjson gg "$gg" \
+        '(keys_unsorted == ["path","util","runnable","load","shares","cpus","policy","reason",
+                            "owner","pressure_usec","changes","last_change_usec"]) and
          ([.path, .shares, .cpus, .policy] == ($gg.data[0] | [.[0], .[4], .[5], .[6]]))'
 run 1 group "/$id/nonexistent"
 check "group of an unmanaged path: the daemon's message ($err)" matches "$err" "/$id/nonexistent is not a group peltd manages."
@@ -480,6 +483,12 @@ check "old daemon: groups from ListGroups, no owner known ($(tail -n2 "$tmp/out"
 run 0 --json groups
 jqcheck "old daemon: groups --json with ListGroups' fields only" "$out" --arg p "/$id/old" \
         '. == [{"path":$p,"util":512,"runnable":600,"load":1024,"shares":1024,"cpus":"0","policy":"power","reason":"power: packed"}]'
+run 0 group "/$id/old"
+check "old daemon: group from GetGroup, no owner line" bash -c "grep -qxF '      Policy: power' '$tmp/out' && ! grep -q Owner: '$tmp/out'"
+run 0 --json group "/$id/old"
+jqcheck "old daemon: group --json with GetGroup's fields only" "$out" 'keys_unsorted == ["path","util","runnable","load","shares","cpus","policy","reason"]'
+run 1 group "/$id/none"
+check "old daemon: group of another path, GetGroup's error ($err)" matches "$err" "/$id/none is not a group peltd manages."
 run 0 top
 check "old daemon: top, changes unknown ($(sed -n 4p "$tmp/out"))" grep -qE "^(/$id|…[^ ]*)/old +0\.50 +0\.59 +0 +1024 +- +- +power: pack" "$tmp/out"
 kill "$old_pid"

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A stand-in for a peltd from before ListGroupDetails on a private bus: org.peltd1 with
- * ListGroups alone (one group) and the properties peltctl reads, so that a test sees what peltctl
+ * ListGroups and GetGroup (one group) and the properties peltctl reads, so that a test sees what peltctl
  * does with a daemon that answers ListGroupDetails with UnknownMethod.
  *
  *   fake-old-peltd PATH
  *
- * ListGroups gives one row: (PATH, 512, 600, 1024, 1024, "0", "power", "power: packed").
+ * ListGroups gives one row: (PATH, 512, 600, 1024, 1024, "0", "power", "power: packed"); GetGroup
+ * that row for PATH, InvalidArgs for any other.
  * Prints "READY" once the name is owned; runs until SIGTERM.
  */
 #include <stdio.h>
@@ -22,6 +23,19 @@ static const char *group_path;
 static int method_list_groups(sd_bus_message *m, _unused_ void *userdata, _unused_ sd_bus_error *error) {
         return sd_bus_reply_method_return(m, "a(sdddtsss)", 1, group_path, 512.0, 600.0, 1024.0, (uint64_t) 1024, "0",
                                           "power", "power: packed");
+}
+
+static int method_get_group(sd_bus_message *m, _unused_ void *userdata, sd_bus_error *error) {
+        const char *path;
+        int r;
+
+        r = sd_bus_message_read(m, "s", &path);
+        if (r < 0)
+                return r;
+        if (!streq(path, group_path))
+                return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "%s is not a group peltd manages.", path);
+        return sd_bus_reply_method_return(m, "(sdddtsss)", group_path, 512.0, 600.0, 1024.0, (uint64_t) 1024, "0", "power",
+                                          "power: packed");
 }
 
 static int property_string(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
@@ -43,6 +57,7 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_PROPERTY("Rounds", "t", property_u64, 0, 0),
         SD_BUS_PROPERTY("Changes", "t", property_u64, 0, 0),
         SD_BUS_METHOD("ListGroups", "", "a(sdddtsss)", method_list_groups, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("GetGroup", "s", "(sdddtsss)", method_get_group, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_VTABLE_END,
 };
 
