@@ -116,9 +116,15 @@ static int draw(Frame *f) {
 /* The live view until q, or until the daemon goes away (exit 1, said after the screen is put back). */
 static int run_live(sd_bus *bus, Frame *f) {
         int r = 0, ch, level = log_get_max_level();
+        SCREEN *screen;
 
-        if (!initscr())
-                return log_error("Cannot set up the terminal for top."), EXIT_FAILURE;
+        /* Not initscr(): it exits the program when the terminal is unknown. */
+        screen = newterm(NULL, stdout, stdin);
+        if (!screen) {
+                log_error("Cannot drive the terminal \"%s\" for top; peltctl top --once prints one frame.",
+                          strna(getenv("TERM")));
+                return EXIT_FAILURE;
+        }
         cbreak();
         noecho();
         keypad(stdscr, TRUE);
@@ -141,6 +147,7 @@ static int run_live(sd_bus *bus, Frame *f) {
                         break;
         }
         endwin();
+        delscreen(screen);
         /* Said now, on the terminal again: why, asked once more (or that it was lost for a moment). */
         if (r != 0 && frame_get(bus, f) == 0)
                 log_error("Lost peltd's answers for a moment; top stopped.");

@@ -323,6 +323,9 @@ check "top --once on a terminal: one frame ($(head -c 200 "$tmp/script.out"))" g
 check "top live: q quits, exit 0 (got $?)" [ $? -eq 0 ]
 check "top live: a frame drawn" grep -q "CHANGES" "$tmp/live.out"
 check "top live: the key said" grep -q "q: quit" "$tmp/live.out"
+TERM=peltd-no-such-terminal script -qec "$(printf '%q ' "$peltctl" top)" /dev/null < /dev/null > "$tmp/live.out" 2>&1
+check "top on a terminal it cannot drive: exit 1 (got $?)" [ $? -eq 1 ]
+check "... saying so ($(head -c 200 "$tmp/live.out"))" grep -q 'Cannot drive the terminal "peltd-no-such-terminal"' "$tmp/live.out"
 run 0 --json top
 jqcheck "top --json: the header's figures and the groups, busiest first" "$out" --arg p "/$id/a" \
         '(keys_unsorted == ["policy","backend","rounds","changes","groups"]) and .policy == "performance" and

@@ -51,7 +51,7 @@ typedef struct MetricsSnapshot {
         uint64_t metrics_cpu_ns;     /* and on the metrics file, up to its last write */
         double energy_estimate;      /* the model's units, every group on the CPUs it may use now */
         double energy_estimate_spread; /* the same load, every group on every online CPU */
-        uint64_t placement_errors;   /* placement writes that failed */
+        uint64_t placement_errors;   /* placement writes that failed, or were not made for want of a record */
         const MetricsHeld *held;     /* every owner that may hold CPUs, 0 included */
         size_t n_held;
         const MetricsGroup *groups;  /* in the order they are written (the daemon's: by path) */
