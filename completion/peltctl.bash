@@ -42,7 +42,7 @@ __peltctl_groups() {
 
 _peltctl() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-        local commands='status policy groups group topology set-shares reload monitor'
+        local commands='status policy groups group topology set-shares reload monitor top'
         local options='--json --config-dir --help --version'
         local i command= n_args=0 word p
         COMPREPLY=()
@@ -69,6 +69,7 @@ _peltctl() {
         fi
         if [[ $cur == -* ]]; then
                 [[ $command == policy || $command == set-shares ]] && options+=' --runtime'
+                [[ $command == top ]] && options+=' --once'
                 mapfile -t COMPREPLY < <(compgen -W "$options" -- "$cur")
                 return 0
         fi

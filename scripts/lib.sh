@@ -5,7 +5,7 @@
 # included, need: scripts/run installs these.
 PELTD_RUN_PACKAGES=(
         meson ninja-build gcc libc6-dev pkg-config
-        libsystemd-dev libcgroup-dev libinih-dev libjson-c-dev
+        libsystemd-dev libcgroup-dev libinih-dev libjson-c-dev libncurses-dev
         clang libbpf-dev bpftool
         dbus-daemon util-linux procps
 )

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* peltctl's calls to peltd and their answers (peltctl-bus.h). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -61,6 +62,7 @@ int call(sd_bus *bus, const char *method, bool is_change, sd_bus_message **ret_r
 /* ---- Groups ----------------------------------------------------------------------------------- */
 
 int read_row(sd_bus_message *m, Row *ret) {
+        *ret = (Row){ .owner = "" };
         return sd_bus_message_read(m, "(sdddtsss)", &ret->path, &ret->util, &ret->runnable, &ret->load, &ret->shares,
                                    &ret->cpus, &ret->policy, &ret->reason);
 }
@@ -93,6 +95,125 @@ int read_rows(sd_bus_message *m, Row **ret, size_t *ret_n) {
                 return r;
         *ret = TAKE_PTR(rows);
         *ret_n = n;
+        return 0;
+}
+
+/* Where each key of ListGroupDetails goes in a Row, and its D-Bus type. */
+static const struct {
+        const char *key;
+        char type;
+        size_t offset;
+} detail_keys[] = {
+        { "path", 's', offsetof(Row, path) },
+        { "util", 'd', offsetof(Row, util) },
+        { "runnable", 'd', offsetof(Row, runnable) },
+        { "load", 'd', offsetof(Row, load) },
+        { "shares", 't', offsetof(Row, shares) },
+        { "cpus", 's', offsetof(Row, cpus) },
+        { "policy", 's', offsetof(Row, policy) },
+        { "reason", 's', offsetof(Row, reason) },
+        { "owner", 's', offsetof(Row, owner) },
+        { "pressure_usec", 't', offsetof(Row, pressure_usec) },
+        { "changes", 't', offsetof(Row, changes) },
+        { "last_change_usec", 't', offsetof(Row, last_change_usec) },
+};
+
+/* One "{sv}" entry into row: a known key of its type read, anything else skipped. */
+static int read_detail_entry(sd_bus_message *m, Row *row) {
+        const char *key, *contents;
+        int r;
+
+        r = sd_bus_message_read_basic(m, 's', &key);
+        if (r >= 0)
+                r = sd_bus_message_peek_type(m, NULL, &contents);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(detail_keys); i++) {
+                if (!streq(key, detail_keys[i].key) || contents[0] != detail_keys[i].type || contents[1] != 0)
+                        continue;
+                r = sd_bus_message_enter_container(m, 'v', contents);
+                if (r >= 0)
+                        r = sd_bus_message_read_basic(m, contents[0], (char *) row + detail_keys[i].offset);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                return r;
+        }
+        return sd_bus_message_skip(m, "v");
+}
+
+/* One dictionary of ListGroupDetails: sd-bus's return (0 at the end of the array). */
+static int read_detail_row(sd_bus_message *m, Row *ret) {
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "{sv}");
+        if (r <= 0)
+                return r;
+        *ret = (Row){ .details = true, .cpus = "", .policy = "", .reason = "", .owner = "" };
+        while ((r = sd_bus_message_enter_container(m, 'e', "sv")) > 0) {
+                r = read_detail_entry(m, ret);
+                if (r >= 0)
+                        r = sd_bus_message_exit_container(m);
+                if (r < 0)
+                        return r;
+        }
+        if (r >= 0)
+                r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        return ret->path ? 1 : -EBADMSG;
+}
+
+int read_detail_rows(sd_bus_message *m, Row **ret, size_t *ret_n) {
+        _cleanup_free_ Row *rows = NULL;
+        size_t n = 0;
+        int r;
+
+        r = sd_bus_message_enter_container(m, 'a', "a{sv}");
+        if (r < 0)
+                return r;
+        for (;;) {
+                Row row, *nr;
+
+                r = read_detail_row(m, &row);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        break;
+                nr = reallocarray(rows, n + 1, sizeof *rows);
+                if (!nr)
+                        return -ENOMEM;
+                rows = nr;
+                rows[n++] = row;
+        }
+        r = sd_bus_message_exit_container(m);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(rows);
+        *ret_n = n;
+        return 0;
+}
+
+int list_groups(sd_bus *bus, sd_bus_message **ret_reply, Row **ret, size_t *ret_n) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+        const char *method = "ListGroupDetails";
+        int r;
+
+        r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, method, &error, &reply, NULL);
+        if (r < 0 && sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD)) {
+                /* An older peltd: its groups without owners. */
+                method = "ListGroups";
+                sd_bus_error_free(&error);
+                r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, method, &error, &reply, NULL);
+        }
+        if (r < 0)
+                return call_failed(method, &error, r);
+        r = streq(method, "ListGroups") ? read_rows(reply, ret, ret_n) : read_detail_rows(reply, ret, ret_n);
+        if (r < 0) {
+                log_error_errno(r, "Failed to read %s' answer: %m", method);
+                return EXIT_FAILURE;
+        }
+        *ret_reply = TAKE_PTR(reply);
         return 0;
 }
 

@@ -11,6 +11,7 @@
 #include "peltd/peltctl-output.h"
 #include "peltd/peltctl-persist.h"
 #include "peltd/peltctl-topology.h"
+#include "peltd/time-util.h"
 #include "peltd/utf8.h"
 
 int cmd_status(sd_bus *bus, _unused_ char **args, const CtlOptions *opt) {
@@ -22,13 +23,8 @@ int cmd_status(sd_bus *bus, _unused_ char **args, const CtlOptions *opt) {
         int r;
 
         if ((r = get_properties(bus, &props)) != 0 || (r = get_topology(bus, NULL, NULL, &topo)) != 0 ||
-            (r = call(bus, "ListGroups", false, &groups, NULL)) != 0)
+            (r = list_groups(bus, &groups, &rows, &n)) != 0)
                 return r;
-        r = read_rows(groups, &rows, &n);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read ListGroups' answer: %m");
-                return EXIT_FAILURE;
-        }
 
         if (opt->json) {
                 json_object *a = rows_to_json(rows, n);
@@ -79,14 +75,9 @@ int cmd_groups(sd_bus *bus, _unused_ char **args, const CtlOptions *opt) {
         size_t n = 0;
         int r;
 
-        r = call(bus, "ListGroups", false, &reply, NULL);
+        r = list_groups(bus, &reply, &rows, &n);
         if (r != 0)
                 return r;
-        r = read_rows(reply, &rows, &n);
-        if (r < 0) {
-                log_error_errno(r, "Failed to read ListGroups' answer: %m");
-                return EXIT_FAILURE;
-        }
         if (opt->json) {
                 _cleanup_json_ json_object *a = rows_to_json(rows, n);
 
@@ -111,6 +102,59 @@ static const char *path_arg(const char *arg, char **ret_alloc) {
         return arg;
 }
 
+/*
+ * The group at path: its dictionary of ListGroupDetails, else GetGroup's row (from a daemon without
+ * ListGroupDetails; for a path the daemon does not list, GetGroup's error). The strings live in
+ * *ret_reply.
+ */
+static int get_group(sd_bus *bus, const char *path, sd_bus_message **ret_reply, Row *ret) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        _cleanup_free_ Row *rows = NULL;
+        size_t n = 0;
+        int r;
+
+        r = list_groups(bus, &reply, &rows, &n);
+        if (r != 0)
+                return r;
+        for (size_t i = 0; i < n; i++)
+                if (rows[i].details && streq(rows[i].path, path)) {
+                        *ret = rows[i];
+                        *ret_reply = TAKE_PTR(reply);
+                        return 0;
+                }
+        reply = sd_bus_message_unref(reply);
+        r = call(bus, "GetGroup", false, &reply, "s", path);
+        if (r != 0)
+                return r;
+        r = read_row(reply, ret);
+        if (r <= 0) {
+                log_error_errno(r < 0 ? r : EBADMSG, "Failed to read GetGroup's answer: %m");
+                return EXIT_FAILURE;
+        }
+        *ret_reply = TAKE_PTR(reply);
+        return 0;
+}
+
+/* What ListGroupDetails adds to a group's fields: its owner, pressure and changes. */
+static int print_group_details(const Row *row, size_t width) {
+        _cleanup_free_ char *pressure = NULL, *changes = NULL;
+        usec_t now = now_usec(CLOCK_MONOTONIC);
+        int r;
+
+        r = asprintf(&pressure, "%.2f s waited for a CPU", row->pressure_usec / 1e6);
+        if (r >= 0 && row->changes > 0 && row->last_change_usec > 0 && row->last_change_usec <= now)
+                r = asprintf(&changes, "%" PRIu64 ", the last %" PRIu64 " s ago", row->changes,
+                             (now - row->last_change_usec) / USEC_PER_SEC);
+        else if (r >= 0)
+                r = asprintf(&changes, "%" PRIu64, row->changes);
+        if (r < 0)
+                return log_oom();
+        print_field("Owner", isempty(row->owner) ? "- (peltd places it)" : row->owner, width);
+        print_field("Pressure", pressure, width);
+        print_field("Changes", changes, width);
+        return 0;
+}
+
 int cmd_group(sd_bus *bus, char **args, const CtlOptions *opt) {
         _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
         _cleanup_free_ char *alloc = NULL, *text = NULL;
@@ -121,14 +165,9 @@ int cmd_group(sd_bus *bus, char **args, const CtlOptions *opt) {
 
         if (!path)
                 return EXIT_FAILURE;
-        r = call(bus, "GetGroup", false, &reply, "s", path);
+        r = get_group(bus, path, &reply, &row);
         if (r != 0)
                 return r;
-        r = read_row(reply, &row);
-        if (r <= 0) {
-                log_error_errno(r < 0 ? r : EBADMSG, "Failed to read GetGroup's answer: %m");
-                return EXIT_FAILURE;
-        }
         if (opt->json) {
                 _cleanup_json_ json_object *o = row_to_json(&row);
 
@@ -156,6 +195,8 @@ int cmd_group(sd_bus *bus, char **args, const CtlOptions *opt) {
         print_field("CPUs", row.cpus, width);
         print_field("Policy", isempty(row.policy) ? "-" : row.policy, width);
         print_field("Reason", row.reason, width);
+        if (row.details && print_group_details(&row, width) < 0)
+                return EXIT_FAILURE;
         return 0;
 }
 

@@ -82,6 +82,12 @@ json_object *row_to_json(const Row *row) {
             json_add(o, "policy", json_object_new_string(row->policy)) < 0 ||
             json_add(o, "reason", json_object_new_string(row->reason)) < 0)
                 return NULL;
+        if (row->details &&
+            (json_add(o, "owner", json_object_new_string(row->owner)) < 0 ||
+             json_add(o, "pressure_usec", json_object_new_uint64(row->pressure_usec)) < 0 ||
+             json_add(o, "changes", json_object_new_uint64(row->changes)) < 0 ||
+             json_add(o, "last_change_usec", json_object_new_uint64(row->last_change_usec)) < 0))
+                return NULL;
         return TAKE_PTR(o);
 }
 
@@ -101,65 +107,8 @@ json_object *rows_to_json(const Row *rows, size_t n) {
         return TAKE_PTR(a);
 }
 
-/*
- * The groups as a table of width columns: path, util and runnable in CPUs, shares, CPUs, policy;
- * each group's reason on a line of its own below it. A path too long keeps its end, CPUs and the
- * reason their start, each with "…" (--json has every value whole).
- */
-#define COL_UTIL 6
-#define COL_RUNNABLE 8
-#define COL_SHARES 6
-#define COL_POLICY 11
-#define COL_CPUS_MAX 16
-#define COL_GAP 2
-#define REASON_INDENT 4
-
 int print_table(const Row *rows, size_t n, size_t width) {
-        size_t path_w = strlen("GROUP"), cpus_w = strlen("CPUS"), fixed;
-
-        if (n == 0) {
-                puts("No managed groups.");
-                return 0;
-        }
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *p = text_sanitize(rows[i].path), *c = text_sanitize(rows[i].cpus);
-
-                if (!p || !c)
-                        return log_oom();
-                path_w = MAX(path_w, text_width(p));
-                cpus_w = MAX(cpus_w, text_width(c));
-        }
-        cpus_w = MIN(cpus_w, (size_t) COL_CPUS_MAX);
-        fixed = COL_UTIL + COL_RUNNABLE + COL_SHARES + cpus_w + COL_POLICY + 5 * COL_GAP;
-        path_w = MIN(path_w, width - fixed);
-
-        text_pad(stdout, "GROUP", path_w);
-        printf("%*s%*s%*s%*s", COL_GAP + COL_UTIL, "UTIL", COL_GAP + COL_RUNNABLE, "RUNNABLE", COL_GAP + COL_SHARES,
-               "SHARES", COL_GAP, "");
-        text_pad(stdout, "CPUS", cpus_w);
-        printf("%*sPOLICY\n", COL_GAP, "");
-
-        for (size_t i = 0; i < n; i++) {
-                const Row *row = &rows[i];
-                _cleanup_free_ char *p = text_sanitize(row->path), *c = text_sanitize(row->cpus),
-                                    *pol = text_sanitize(isempty(row->policy) ? "-" : row->policy),
-                                    *why = text_sanitize(row->reason), *p_cut = NULL, *c_cut = NULL, *why_cut = NULL;
-
-                if (!p || !c || !pol || !why)
-                        return log_oom();
-                p_cut = text_ellipsize(p, path_w, true);
-                c_cut = text_ellipsize(c, cpus_w, false);
-                why_cut = text_ellipsize(why, width - REASON_INDENT, false);
-                if (!p_cut || !c_cut || !why_cut)
-                        return log_oom();
-
-                text_pad(stdout, p_cut, path_w);
-                printf("%*.2f%*.2f%*" PRIu64 "%*s", COL_GAP + COL_UTIL, row->util / 1024.0, COL_GAP + COL_RUNNABLE,
-                       row->runnable / 1024.0, COL_GAP + COL_SHARES, row->shares, COL_GAP, "");
-                text_pad(stdout, c_cut, cpus_w);
-                printf("%*s%s\n", COL_GAP, "", pol);
-                if (!isempty(why_cut))
-                        printf("%*s%s\n", REASON_INDENT, "", why_cut);
-        }
+        if (table_print(stdout, rows, n, width) < 0)
+                return log_oom();
         return 0;
 }

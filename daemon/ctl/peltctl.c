@@ -23,6 +23,7 @@
 #include "peltd/peltctl-bus.h"
 #include "peltd/peltctl-commands.h"
 #include "peltd/peltctl-monitor.h"
+#include "peltd/peltctl-top.h"
 
 #define CONFIG_DIR "/etc/peltd"
 
@@ -41,11 +42,13 @@ static void help(void) {
                "  set-shares PATH N [--runtime]\n"
                "                            set a group's cpu.shares (2..262144; 0: the configured value)\n"
                "  reload                    make the daemon read its configuration again\n"
-               "  monitor                   print each placement change as it happens\n\n"
+               "  monitor                   print each placement change as it happens\n"
+               "  top [--once]              a live view of the groups, busiest first (q quits)\n\n"
                "Options:\n"
                "     --json            print JSON (one document; one per line for monitor)\n"
                "     --runtime         change the running daemon only; do not persist\n"
                "     --config-dir DIR  persist into DIR/peltd.conf.d/ instead of " CONFIG_DIR "/peltd.conf.d/\n"
+               "     --once            top: print one frame and exit (as when stdout is not a terminal)\n"
                "  -h --help            show this help\n"
                "     --version         show the version\n\n"
                "See peltctl(1) and peltd(8).\n");
@@ -67,6 +70,7 @@ static const Verb verbs[] = {
         { "set-shares", 2, 2, true, cmd_set_shares },
         { "reload", 0, 0, false, cmd_reload },
         { "monitor", 0, 0, false, cmd_monitor },
+        { "top", 0, 0, false, cmd_top },
 };
 
 /* The options into *opt: 1 to go on, 0 after --help/--version (exit 0), -EINVAL on bad usage. */
@@ -75,12 +79,14 @@ static int parse_options(int argc, char *argv[], CtlOptions *opt) {
                 ARG_JSON = 0x100,
                 ARG_RUNTIME,
                 ARG_CONFIG_DIR,
+                ARG_ONCE,
                 ARG_VERSION,
         };
         static const struct option options[] = {
                 { "json", no_argument, NULL, ARG_JSON },
                 { "runtime", no_argument, NULL, ARG_RUNTIME },
                 { "config-dir", required_argument, NULL, ARG_CONFIG_DIR },
+                { "once", no_argument, NULL, ARG_ONCE },
                 { "help", no_argument, NULL, 'h' },
                 { "version", no_argument, NULL, ARG_VERSION },
                 {},
@@ -94,6 +100,9 @@ static int parse_options(int argc, char *argv[], CtlOptions *opt) {
                         break;
                 case ARG_RUNTIME:
                         opt->runtime = true;
+                        break;
+                case ARG_ONCE:
+                        opt->once = true;
                         break;
                 case ARG_CONFIG_DIR:
                         if (isempty(optarg)) {
@@ -148,6 +157,10 @@ static const Verb *parse_verb(int argc, char *argv[], CtlOptions *opt, char ***r
         /* --runtime goes with what would be persisted: "policy NAME" and "set-shares PATH N". */
         if (opt->runtime && (!v->runtime || n < v->max_args)) {
                 log_error("--runtime only applies to \"policy NAME\" and \"set-shares PATH N\".");
+                return NULL;
+        }
+        if (opt->once && v->run != cmd_top) {
+                log_error("--once only applies to \"top\".");
                 return NULL;
         }
         *ret_args = argv + optind + 1;

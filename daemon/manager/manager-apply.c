@@ -108,6 +108,7 @@ static void note_failure(Manager *m, ManagedGroup *g, const char *key, int r, co
                         log_error_errno(r, "Failed to record originals in %s: %m; changing no group until it works.",
                                         m->config->state_file);
                 m->record_error = r;
+                m->placement_errors++; /* its writes are not made: failed as surely as a refused write */
                 (void) cg_retry_failed(&g->retry, key, r, CG_ERROR_TRANSIENT);
                 return;
         }
@@ -344,6 +345,7 @@ int manager_apply_plans(Manager *m, ManagedGroup *const *groups, const PolicyRes
                         continue;
                 r = cg_batch_write(&m->io, m->originals, p[i].w, p[i].n);
                 if (r < 0) {
+                        m->placement_errors += cg_error_class(r) != CG_ERROR_GONE; /* a group that went is no error */
                         note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
                         failed = true;
                 } else if (placed(m, &p[i], &changes[n_changes]))

@@ -137,6 +137,79 @@ static int append_group(sd_bus_message *reply, const ManagedGroup *g) {
                                      policy ? policy : "", reason);
 }
 
+/* One "{sv}" entry of a group's dictionary. */
+static int dict_string(sd_bus_message *reply, const char *key, const char *value) {
+        return sd_bus_message_append(reply, "{sv}", key, "s", value);
+}
+
+static int dict_double(sd_bus_message *reply, const char *key, double value) {
+        return sd_bus_message_append(reply, "{sv}", key, "d", value);
+}
+
+static int dict_u64(sd_bus_message *reply, const char *key, uint64_t value) {
+        return sd_bus_message_append(reply, "{sv}", key, "t", value);
+}
+
+/*
+ * What ListGroupDetails says of a group's placement: who places it ("" for peltd, else the owner's
+ * name), the policy ("none" when owned elsewhere) and the reason (why it is left alone, then).
+ */
+static void group_placement(const ManagedGroup *g, const char **ret_owner, const char **ret_policy,
+                            const char **ret_reason) {
+        if (g->owner != OWNER_NONE) {
+                *ret_owner = group_owner_to_string(g->owner) ?: "other";
+                *ret_policy = "none";
+                *ret_reason = !isempty(g->owner_reason) ? g->owner_reason : g->reason;
+                return;
+        }
+        *ret_owner = "";
+        *ret_policy = g->planned ? policy_to_string(g->placed_policy) ?: "" : "";
+        *ret_reason = g->planned ? g->reason : "not planned yet";
+}
+
+/*
+ * One dictionary of ListGroupDetails: the row of ListGroups and who owns the group, its pressure
+ * total and its changes. Clients ignore keys they do not know, so keys may be added.
+ */
+static int append_group_details(sd_bus_message *reply, const ManagedGroup *g) {
+        _cleanup_free_ char *path_alloc = NULL, *reason_alloc = NULL, *cpus = cpumask_to_list(&g->cpus);
+        const char *owner, *policy, *reason, *path = utf8_escape(g->path, &path_alloc);
+        int r;
+
+        group_placement(g, &owner, &policy, &reason);
+        reason = utf8_escape(reason, &reason_alloc);
+        if (!path || !reason || !cpus)
+                return -ENOMEM;
+        r = sd_bus_message_open_container(reply, 'a', "{sv}");
+        if (r >= 0)
+                r = dict_string(reply, "path", path);
+        if (r >= 0)
+                r = dict_double(reply, "util", g->util);
+        if (r >= 0)
+                r = dict_double(reply, "runnable", g->runnable);
+        if (r >= 0)
+                r = dict_double(reply, "load", g->load);
+        if (r >= 0)
+                r = dict_u64(reply, "shares", g->shares);
+        if (r >= 0)
+                r = dict_string(reply, "cpus", cpus);
+        if (r >= 0)
+                r = dict_string(reply, "policy", policy);
+        if (r >= 0)
+                r = dict_string(reply, "reason", reason);
+        if (r >= 0)
+                r = dict_string(reply, "owner", owner);
+        if (r >= 0)
+                r = dict_u64(reply, "pressure_usec", g->pressure_usec);
+        if (r >= 0)
+                r = dict_u64(reply, "changes", g->n_placements);
+        if (r >= 0)
+                r = dict_u64(reply, "last_change_usec", g->last_change_usec);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        return r;
+}
+
 /* ---- Properties ------------------------------------------------------------------------------- */
 
 static int property_policy(_unused_ sd_bus *bus, _unused_ const char *path, _unused_ const char *interface,
@@ -214,6 +287,23 @@ static int method_list_groups(sd_bus_message *msg, void *userdata, _unused_ sd_b
                 r = sd_bus_message_open_container(reply, 'a', "(sdddtsss)");
         for (size_t i = 0; r >= 0 && i < m->n_groups; i++)
                 r = append_group(reply, &m->groups[i]);
+        if (r >= 0)
+                r = sd_bus_message_close_container(reply);
+        if (r < 0)
+                return r;
+        return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_group_details(sd_bus_message *msg, void *userdata, _unused_ sd_bus_error *error) {
+        _cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+        Manager *m = ((ManagerBus *) userdata)->manager;
+        int r;
+
+        r = sd_bus_message_new_method_return(msg, &reply);
+        if (r >= 0)
+                r = sd_bus_message_open_container(reply, 'a', "a{sv}");
+        for (size_t i = 0; r >= 0 && i < m->n_groups; i++)
+                r = append_group_details(reply, &m->groups[i]);
         if (r >= 0)
                 r = sd_bus_message_close_container(reply);
         if (r < 0)
@@ -529,6 +619,8 @@ static const sd_bus_vtable manager_vtable[] = {
                                 method_set_group_shares, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("ListGroups", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sdddtsss)", groups), method_list_groups,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD_WITH_ARGS("ListGroupDetails", SD_BUS_NO_ARGS, SD_BUS_RESULT("aa{sv}", groups),
+                                method_list_group_details, SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetTopology", SD_BUS_NO_ARGS, SD_BUS_RESULT("s", topology), method_get_topology,
                                 SD_BUS_VTABLE_UNPRIVILEGED),
         SD_BUS_METHOD_WITH_ARGS("GetGroup", SD_BUS_ARGS("s", path), SD_BUS_RESULT("(sdddtsss)", group), method_get_group,

@@ -57,7 +57,17 @@ static const ManagedGroup *managed_of(const Manager *m, const SampledGroup *sg, 
  * planner's policy_plan_energy() does: over the CPUs it may use now, and over every online CPU.
  * Groups and their paths belong to the sampler until its next call: render before that.
  */
-static int take_snapshot(const ManagerMetrics *mm, MetricsSnapshot *ret, MetricsGroup **ret_groups) {
+/*
+ * The CPUs each owner holds, every owner but peltd (0 included): a dashboard's series are there
+ * from the start, and a sum over owners is all that is held.
+ */
+static void take_held(const Manager *m, MetricsHeld held[static _OWNER_MAX - 1]) {
+        for (GroupOwner o = OWNER_NONE + 1; o < _OWNER_MAX; o++)
+                held[o - 1] = (MetricsHeld){ .owner = group_owner_to_string(o), .cpus = cpumask_count(&m->held_by[o]) };
+}
+
+static int take_snapshot(const ManagerMetrics *mm, MetricsSnapshot *ret, MetricsGroup **ret_groups,
+                         MetricsHeld held[static _OWNER_MAX - 1]) {
         const Manager *m = mm->manager;
         const Topology *t = m->topology;
         _cleanup_free_ MetricsGroup *groups = NULL;
@@ -84,10 +94,15 @@ static int take_snapshot(const ManagerMetrics *mm, MetricsSnapshot *ret, Metrics
                         .shares = sg[i].shares,
                         .placement_changes = g ? g->n_placements : 0,
                         .throttled_ns = sg[i].throttled_ns,
+                        .managed = g,
+                        .owner = g ? group_owner_to_string(g->owner) : NULL,
+                        .foreign_writes = g ? g->foreign_writes : 0,
+                        .pressure_usec = g ? g->pressure_usec : 0,
                 };
                 energy_spread(t, known ? &g->cpus : &t->online, (double) sg[i].v.util_avg, placed);
                 energy_spread(t, &t->online, (double) sg[i].v.util_avg, spread);
         }
+        take_held(m, held);
 
         *ret = (MetricsSnapshot){
                 .version = PELTD_VERSION,
@@ -101,6 +116,9 @@ static int take_snapshot(const ManagerMetrics *mm, MetricsSnapshot *ret, Metrics
                 .metrics_cpu_ns = mm->metrics_cpu_ns,
                 .energy_estimate = energy_estimate(t, m->energy_model, placed),
                 .energy_estimate_spread = energy_estimate(t, m->energy_model, spread),
+                .placement_errors = m->placement_errors,
+                .held = held,
+                .n_held = _OWNER_MAX - 1,
                 .groups = groups,
                 .n_groups = n,
         };
@@ -124,11 +142,12 @@ static void remove_written(ManagerMetrics *mm) {
 static int render_and_write(ManagerMetrics *mm, const char *path) {
         _cleanup_free_ MetricsGroup *groups = NULL;
         _cleanup_free_ char *text = NULL;
+        MetricsHeld held[_OWNER_MAX - 1];
         MetricsSnapshot s;
         size_t size;
         int r;
 
-        r = take_snapshot(mm, &s, &groups);
+        r = take_snapshot(mm, &s, &groups, held);
         if (r >= 0)
                 r = metrics_render(&s, &text, &size);
         if (r >= 0)

@@ -480,6 +480,7 @@ static void placement_changed(Manager *m, const AppliedChange *c) {
 
         m->n_changes++;
         c->group->n_placements++;
+        c->group->last_change_usec = now_usec(CLOCK_MONOTONIC);
         tell_placement_changed(m, &(PlacementChange){ .path = c->group->path, .old_cpus = &c->old_cpus,
                                                       .cpus = &c->res->cpus, .old_shares = c->old_shares,
                                                       .shares = c->res->shares, .policy = c->res->policy,

@@ -191,6 +191,9 @@ typedef enum GroupValue {
         GV_SHARES,
         GV_PLACEMENT_CHANGES,
         GV_THROTTLED,
+        GV_FOREIGN_WRITES,
+        GV_PRESSURE,
+        _GV_MAX,
 } GroupValue;
 
 static const struct {
@@ -210,10 +213,22 @@ static const struct {
                                    "Placement changes (CPUs or shares) peltd applied to the group since it found it." },
         [GV_THROTTLED] = { "peltd_group_throttled_seconds_total", "counter",
                            "Growth of the group's throttled time counter since peltd found it, as the kernel counts it." },
+        [GV_FOREIGN_WRITES] = { "peltd_group_foreign_writes_total", "counter",
+                                "Writes by others to the group's files that peltd placed; peltd yielded to each." },
+        [GV_PRESSURE] = { "peltd_group_cpu_pressure_seconds_total", "counter",
+                          "Time the group's threads waited for a CPU: cgroup v2 cpu.pressure some total; v1 their run_delay." },
 };
 
 static bool group_has(const MetricsGroup *g, GroupValue v) {
-        return v != GV_CPUS || g->cpus >= 0;
+        switch (v) {
+        case GV_CPUS:
+                return g->cpus >= 0;
+        case GV_FOREIGN_WRITES:
+        case GV_PRESSURE:
+                return g->managed;
+        default:
+                return true;
+        }
 }
 
 static void put_group_value(Buf *b, const MetricsGroup *g, GroupValue v) {
@@ -239,6 +254,14 @@ static void put_group_value(Buf *b, const MetricsGroup *g, GroupValue v) {
         case GV_THROTTLED:
                 put_seconds(b, g->throttled_ns);
                 break;
+        case GV_FOREIGN_WRITES:
+                put_u64(b, g->foreign_writes);
+                break;
+        case GV_PRESSURE:
+                put_fixed(b, g->pressure_usec / UINT64_C(1000000), g->pressure_usec % UINT64_C(1000000), 6);
+                break;
+        case _GV_MAX:
+                break;
         }
 }
 
@@ -255,6 +278,42 @@ static void group_family(Buf *b, const MetricsSnapshot *s, GroupValue v) {
                 any = true;
                 sample(b, group_families[v].name, "group", g->path);
                 put_group_value(b, g, v);
+                buf_putc(b, '\n');
+        }
+}
+
+/* "name{group="path",owner="name"} 1" for each group owned elsewhere. */
+static void owner_family(Buf *b, const MetricsSnapshot *s) {
+        const char *name = "peltd_group_owner_info";
+        bool any = false;
+
+        for (size_t i = 0; i < s->n_groups; i++) {
+                const MetricsGroup *g = &s->groups[i];
+
+                if (!g->owner || !g->owner[0])
+                        continue;
+                if (!any)
+                        family(b, name, "gauge",
+                               "A group peltd leaves alone because another owner places it, as the label owner (always 1).");
+                any = true;
+                buf_puts(b, name);
+                buf_puts(b, "{group=\"");
+                put_label_value(b, g->path);
+                buf_puts(b, "\",owner=\"");
+                put_label_value(b, g->owner);
+                buf_puts(b, "\"} 1\n");
+        }
+}
+
+/* The CPUs each owner holds exclusively, every owner that may hold any, 0 included. */
+static void held_family(Buf *b, const MetricsSnapshot *s) {
+        if (s->n_held == 0)
+                return;
+        family(b, "peltd_cpus_held", "gauge",
+               "CPUs another owner holds exclusively (kubelet's static CPUs, partitions, exclusive cpusets): in no set peltd writes.");
+        for (size_t i = 0; i < s->n_held; i++) {
+                sample(b, "peltd_cpus_held", "owner", s->held[i].owner);
+                put_u64(b, s->held[i].cpus);
                 buf_putc(b, '\n');
         }
 }
@@ -299,8 +358,14 @@ int metrics_render(const MetricsSnapshot *s, char **ret, size_t *ret_size) {
                       "Energy estimate of the same load with every group on every online CPU, in the same units.",
                       s->energy_estimate_spread);
 
-        for (GroupValue v = GV_UTIL; v <= GV_THROTTLED; v++)
+        u64_family(&b, "peltd_placement_errors_total", "counter",
+                   "Placement writes that failed (cpuset.cpus, cpu.shares, cpu.weight, systemd properties), or were not made as the state file could not record them.",
+                   s->placement_errors);
+        held_family(&b, s);
+
+        for (GroupValue v = GV_UTIL; v < _GV_MAX; v++)
                 group_family(&b, s, v);
+        owner_family(&b, s);
 
         if (b.oom || !buf_reserve(&b, 0)) {
                 free(b.data);

@@ -111,7 +111,7 @@ busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager GetT
 "$peltd" --print-topology --json > "$tmp/topo.cmd"
 check "GetTopology is the --print-topology --json document" cmp -s "$tmp/topo.bus" "$tmp/topo.cmd"
 check "introspection lists the contract" bash -c "busctl --system introspect org.peltd1 /org/peltd1 org.peltd1.Manager |
-        grep -c -E '^\.(GetGroup|GetTopology|ListGroups|Reload|SetGroupShares|SetPolicy|PlacementChanged) ' | grep -qx 7"
+        grep -c -E '^\.(GetGroup|GetTopology|ListGroups|ListGroupDetails|Reload|SetGroupShares|SetPolicy|PlacementChanged) ' | grep -qx 8"
 
 # ---- Invalid arguments: InvalidArgs, nothing changed ----------------------------------------------
 out=$(call SetPolicy string:turbo)

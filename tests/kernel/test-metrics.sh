@@ -5,7 +5,8 @@
 # which sees each one, however short-lived) is its temporary file, which does not end in ".prom";
 # it is replaced at most once a second though rounds run ten times as often; its values (groups
 # managed, threads tracked, a busy group's util, a group named with a quote, a backslash and a byte that is not
-# UTF-8, rounds growing) are what the daemon sees; promtool finds nothing to say; node_exporter's
+# UTF-8, rounds growing, no failed write, every owner's held CPUs, foreign writes and pressure per
+# group) are what the daemon sees; promtool finds nothing to say; node_exporter's
 # textfile collector serves the same samples with node_textfile_scrape_error 0; a removed group
 # leaves the file; a directory gone is one warning and the file comes back with it; SIGHUP
 # moving MetricsFile= removes the old file; a clean stop removes the file.
@@ -167,6 +168,20 @@ changes_match() {
 }
 check "busy, placed by power: peltd_group_placement_changes_total as many as the log's change lines" wait_for 5 changes_match
 echo "    (${p:-none} in the file, $logged in the log)"
+# Owners, held CPUs, failed writes, foreign writes and pressure: this subtree's groups are peltd's,
+# and every write of a healthy run is taken.
+check "peltd_placement_errors_total 0 (no write failed)" [ "$(value peltd_placement_errors_total)" = 0 ]
+held_owners=$(sed -n 's/^peltd_cpus_held{owner="\([a-z]*\)"} [0-9][0-9]*$/\1/p' "$file" | tr '\n' ' ')
+check "peltd_cpus_held: every owner, a count each ($held_owners)" [ "$held_owners" = "kubelet runtime systemd partition affinity other " ]
+check "peltd_group_foreign_writes_total of busy: 0" [ "$(value peltd_group_foreign_writes_total "group=\"/$id/busy\"")" = 0 ]
+n=$(grep -c '^peltd_group_foreign_writes_total{' "$file")
+check "peltd_group_foreign_writes_total for every group ($n)" [ "$n" = "$groups" ]
+p=$(value peltd_group_cpu_pressure_seconds_total "group=\"/$id/busy\"")
+check "peltd_group_cpu_pressure_seconds_total of busy: a number of seconds ($p)" grep -qE '^[0-9]+(\.[0-9]+)?$' <<< "$p"
+check "peltd_group_owner_info: no group here is owned elsewhere" bash -c "! grep -q '^peltd_group_owner_info' '$file'"
+for f in peltd_placement_errors_total peltd_cpus_held peltd_group_foreign_writes_total peltd_group_cpu_pressure_seconds_total; do
+        check "$f: HELP and TYPE" bash -c "grep -q '^# HELP $f ' '$file' && grep -qE '^# TYPE $f (counter|gauge)$' '$file'"
+done
 # Packed on one CPU (power, unless a burst of demand widened it), busy costs less than spread by the model.
 cp "$file" "$tmp/energy.prom"
 e=$(value peltd_energy_estimate "" "$tmp/energy.prom") s=$(value peltd_energy_estimate_spread "" "$tmp/energy.prom")

@@ -7,9 +7,11 @@
 # settings kept, "set-shares PATH 0", peltd reading it at reload and at start); --runtime writing
 # nothing; uid 65534 refused (by peltctl before any call when persisting, by the daemon with
 # --runtime); the interactive-authorization flag only from a terminal (a stand-in polkit); monitor;
-# "peltd is not running"; bad usage; the bash completion.
+# "peltd is not running"; bad usage; the bash completion. ListGroupDetails (keys, types, open to
+# everyone), the OWNER column and the new JSON fields, "top --once" (text and --json), and peltctl
+# against a daemon from before ListGroupDetails (a stand-in answering ListGroups only).
 #
-#   test-peltctl.sh PELTD PELTCTL DUTY_CYCLE FAKE_POLKIT COMPLETION
+#   test-peltctl.sh PELTD PELTCTL DUTY_CYCLE FAKE_POLKIT COMPLETION FAKE_OLD_PELTD
 set -u
 here=$(dirname "$(readlink -f "$0")")
 peltd=$1
@@ -17,6 +19,7 @@ peltctl=$2
 duty=$3
 fake_polkit=$4
 completion=$5
+fake_old_peltd=$6
 . "$here/../lib/machine-lock.sh"
 . "$here/../lib/cgroup-lib.sh"
 . "$here/../lib/dbus-lib.sh"
@@ -28,6 +31,8 @@ chmod 0755 "$tmp"
 etc=$tmp/etc
 dropin=$etc/peltd.conf.d/90-peltctl.conf
 monitor_pid=
+top_pid=
+old_pid=
 workload_pids=()
 fail_log_lines=20
 nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
@@ -42,6 +47,8 @@ stop_monitor() {
 
 cleanup() {
         stop_monitor
+        [[ -z $old_pid ]] || { kill "$old_pid" 2>/dev/null; wait "$old_pid" 2>/dev/null; }
+        [[ -z $top_pid ]] || { kill "$top_pid" 2>/dev/null; wait "$top_pid" 2>/dev/null; }
         end_pids TERM "${workload_pids[@]}"
         dbus_cleanup
 }
@@ -74,6 +81,16 @@ jqcheck() { # DESCRIPTION JSON FILTER...: jq -e FILTER on JSON
 }
 prop() { busctl --system get-property org.peltd1 /org/peltd1 org.peltd1.Manager "$1" 2>&1 | cut -d' ' -f2-; }
 list_groups() { busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager ListGroups; }
+# ListGroupDetails as JSON: one object a group, each value as its variant's "data".
+list_details() {
+        "${@}" busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager ListGroupDetails |
+                jq -c '.data[0] | map(with_entries(.value |= .data))'
+}
+# The same with each value's D-Bus type.
+detail_types() {
+        busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager ListGroupDetails |
+                jq -c '.data[0] | map(with_entries(.value |= .type)) | unique'
+}
 v1_shares() { [[ $mode == v1 ]] && echo "$1" || echo $(($1 * 100 / 1024)); }
 dropin_sum() { if [[ -e $dropin ]]; then stat -c '%i %Y %s' "$dropin"; md5sum < "$dropin"; else echo none; fi; }
 too_wide() { # the lines of stdin wider than 80 characters (this shell counts characters: C.UTF-8)
@@ -130,12 +147,12 @@ check "status: topology summary ($(grep Topology: "$tmp/out"))" \
         grep -qE "^    Topology: $ncpus CPUs?, 1 package, [0-9]+ cores?, [0-9]+ NUMA nodes?, [0-9]+ capacity class" "$tmp/out"
 check "status: rounds and changes" grep -qE "^      Rounds: [0-9]+, [0-9]+ placement changes?$" "$tmp/out"
 check "status: version" grep -qxF "     Version: $("$peltd" --version | cut -d' ' -f2)" "$tmp/out"
-check "status: the table's header" grep -qE "^GROUP +UTIL +RUNNABLE +SHARES +CPUS +POLICY$" "$tmp/out"
+check "status: the table's header" grep -qE "^GROUP +UTIL +RUNNABLE +SHARES +CPUS +POLICY +OWNER$" "$tmp/out"
 wide=$(too_wide < "$tmp/out")
 check "status: every line within 80 columns${wide:+ ($wide)}" [ -z "$wide" ]
 check "status: a's row: util ~0.2 CPUs, shares, CPUs, policy" \
-        grep -qE "^/$id/a +0\.[0-4][0-9] +0\.[0-9]{2} +$orig_shares +$all_cpus +performance$" "$tmp/out"
-check "status: c d's row" grep -qE "^/$id/c d +0\.[0-9]{2} +0\.[0-9]{2} +$orig_shares +$all_cpus +performance$" "$tmp/out"
+        grep -qE "^/$id/a +0\.[0-4][0-9] +0\.[0-9]{2} +$orig_shares +$all_cpus +performance +-$" "$tmp/out"
+check "status: c d's row" grep -qE "^/$id/c d +0\.[0-9]{2} +0\.[0-9]{2} +$orig_shares +$all_cpus +performance +-$" "$tmp/out"
 check "status: the long path cut at its start, with its end kept" grep -qE "^…[^ ]*-eighty-columns\.scope +0\.00 " "$tmp/out"
 reason=$(list_groups | jq -r --arg p "/$id/a" '.data[0][] | select(.[0] == $p) | .[7]')
 check "status: a's reason under its row ($reason)" grep -qxF "    $reason" "$tmp/out"
@@ -149,22 +166,39 @@ jqcheck "status --json: the properties in snake_case" "$json" --arg id "/$id" --
          .sample_interval_usec == 100000 and .task_sample_interval_usec == 200000 and .rounds > 0 and
          (.changes | type) == "number" and .version == $v'
 jqcheck "status --json: the groups" "$json" --argjson want "$groups_sorted" '[.groups[].path] | sort == $want'
+jqcheck "status --json: every group placed by peltd (owner empty)" "$json" '[.groups[].owner] | unique == [""]'
 jqcheck "status --json: a's cpus, shares and util as the cgroup files and the daemon say" "$json" --arg p "/$id/a" \
         --arg cpus "$(cpus_of a)" --argjson shares "$orig_shares" \
         '.groups[] | select(.path == $p) | .cpus == $cpus and .shares == $shares and .util > 50 and .util < 500 and .policy == "performance"'
 "$peltd" --print-topology --json > "$tmp/topo.peltd"
 check "status --json: the topology is GetTopology's document" bash -c "diff <(jq -S .topology <<<'$json') <(jq -S . '$tmp/topo.peltd')"
 
+# ---- ListGroupDetails ------------------------------------------------------------------------------
+details=$(list_details)
+jqcheck "ListGroupDetails: the four groups" "$details" --argjson want "$groups_sorted" 'map(.path) | sort == $want'
+types=$(detail_types)
+jqcheck "ListGroupDetails: the keys and their types ($types)" "$types" \
+        '. == [{"path":"s","util":"d","runnable":"d","load":"d","shares":"t","cpus":"s","policy":"s","reason":"s",
+                "owner":"s","pressure_usec":"t","changes":"t","last_change_usec":"t"}]'
+jqcheck "ListGroupDetails: the fields of ListGroups as ListGroups gives them" "$details" --argjson bus "$(list_groups)" \
+        'map([.path, .shares, .cpus, .policy]) == ($bus.data[0] | map([.[0], .[4], .[5], .[6]]))'
+jqcheck "ListGroupDetails: placed by peltd, so no owner" "$details" 'map(.owner) | unique == [""]'
+check "ListGroupDetails: open to uid 65534" bash -c "[[ \$(${nobody[*]} busctl --system --json=short call org.peltd1 /org/peltd1 \
+        org.peltd1.Manager ListGroupDetails | jq '.data[0] | length') == 4 ]]"
+busctl --system introspect org.peltd1 /org/peltd1 org.peltd1.Manager > "$tmp/introspect" 2>&1
+check "ListGroupDetails: in the introspection" grep -qE '^\.ListGroupDetails +method +- +aa\{sv\}' "$tmp/introspect"
+
 # ---- groups, group --------------------------------------------------------------------------------
 run 0 groups
-check "groups: the table" grep -qE "^GROUP +UTIL +RUNNABLE +SHARES +CPUS +POLICY$" "$tmp/out"
-check "groups: four rows" [ "$(grep -cE " +(performance|-)$" "$tmp/out")" -eq 4 ]
+check "groups: the table" grep -qE "^GROUP +UTIL +RUNNABLE +SHARES +CPUS +POLICY +OWNER$" "$tmp/out"
+check "groups: four rows" [ "$(grep -cE " +(performance|-) +-$" "$tmp/out")" -eq 4 ]
 wide=$(too_wide < "$tmp/out")
 check "groups: within 80 columns${wide:+ ($wide)}" [ -z "$wide" ]
 run 0 --json groups
 bus=$(list_groups)
 jqcheck "groups --json: the D-Bus fields in snake_case, in order" "$out" \
-        'map(keys_unsorted) | unique == [["path","util","runnable","load","shares","cpus","policy","reason"]]'
+        'map(keys_unsorted) | unique == [["path","util","runnable","load","shares","cpus","policy","reason",
+                                          "owner","pressure_usec","changes","last_change_usec"]]'
 jqcheck "groups --json: path, shares, cpus, policy and reason as ListGroups says" "$out" --argjson bus "$bus" \
         'map([.path, .shares, .cpus, .policy, .reason]) == ($bus.data[0] | map([.[0], .[4], .[5], .[6], .[7]]))'
 jqcheck "groups --json: the long path whole" "$out" --arg p "/$id/$long" 'map(.path) | index($p) != null'
@@ -173,10 +207,13 @@ run 0 group "/$id/c d"
 check "group: its fields ($out)" bash -c "grep -qxF '       Group: /$id/c d' '$tmp/out' && grep -qxF '      Shares: $orig_shares' '$tmp/out' &&
         grep -qxF '        CPUs: $all_cpus' '$tmp/out' && grep -qxF '      Policy: performance' '$tmp/out' &&
         grep -qE '^        Util: 0\.[0-9]{2} CPUs$' '$tmp/out' && grep -qE '^      Reason: performance: ' '$tmp/out'"
+check "group: its owner, pressure and changes (ListGroupDetails)" bash -c "grep -qxF '       Owner: - (peltd places it)' '$tmp/out' &&
+        grep -qE '^    Pressure: [0-9]+\.[0-9]{2} s waited for a CPU$' '$tmp/out' && grep -qE '^     Changes: [0-9]+(, the last [0-9]+ s ago)?$' '$tmp/out'"
 run 0 --json group "/$id/a"
 gg=$(busctl --system --json=short call org.peltd1 /org/peltd1 org.peltd1.Manager GetGroup s "/$id/a")
-jqcheck "group --json: one object, as GetGroup says" "$out" --argjson gg "$gg" \
-        '(keys_unsorted == ["path","util","runnable","load","shares","cpus","policy","reason"]) and
+jqcheck "group --json: one object, as GetGroup says, with ListGroupDetails' fields" "$out" --argjson gg "$gg" \
+        '(keys_unsorted == ["path","util","runnable","load","shares","cpus","policy","reason",
+                            "owner","pressure_usec","changes","last_change_usec"]) and
          ([.path, .shares, .cpus, .policy] == ($gg.data[0] | [.[0], .[4], .[5], .[6]]))'
 run 1 group "/$id/nonexistent"
 check "group of an unmanaged path: the daemon's message ($err)" matches "$err" "/$id/nonexistent is not a group peltd manages."
@@ -207,7 +244,8 @@ complete_words() {
         bash -c '. "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMP_LINE="$*"; COMP_POINT=${#COMP_LINE}
                  _peltctl; printf "%s\n" "${COMPREPLY[@]}"' complete "$completion" "$peltctl" "$@" | sort
 }
-check "completion: commands" [ "$(complete_words "" | tr '\n' ' ')" = "group groups monitor policy reload set-shares status topology " ]
+check "completion: commands" [ "$(complete_words "" | tr '\n' ' ')" = "group groups monitor policy reload set-shares status top topology " ]
+check "completion: --once for top" [ "$(complete_words top --o)" = --once ]
 check "completion: 'se' is set-shares" [ "$(complete_words se)" = set-shares ]
 check "completion: policy names" [ "$(complete_words policy "" | tr '\n' ' ')" = "balanced performance power " ]
 check "completion: policy p..." [ "$(complete_words --json policy p | tr '\n' ' ')" = "performance power " ]
@@ -259,6 +297,45 @@ kill -TERM "$monitor_pid"
 wait "$monitor_pid"
 check "monitor: SIGTERM, exit 0 (got $?)" [ $? -eq 0 ]
 monitor_pid=
+
+# ---- changes and top --------------------------------------------------------------------------------
+# a was packed by power and spread again by performance: two changes at least, the last one now.
+now_usec=$(awk '{ printf "%.0f", $1 * 1000000 }' /proc/uptime)
+details=$(list_details)
+jqcheck "ListGroupDetails: a's changes and the time of the last (CLOCK_MONOTONIC, about $now_usec)" "$details" \
+        --arg p "/$id/a" --argjson now "$now_usec" \
+        '.[] | select(.path == $p) | .changes >= 2 and .last_change_usec > $now - 30000000 and .last_change_usec < $now + 2000000'
+run 0 --json groups
+jqcheck "groups --json: changes and last_change_usec as ListGroupDetails says" "$out" --argjson d "$details" \
+        'map(select(.changes > 0) | [.path, .changes]) == ($d | map(select(.changes > 0) | [.path, .changes]))'
+# top: one frame when stdout is not a terminal, busiest first (a is the only busy group).
+run 0 top
+check "top: the header ($(head -n1 "$tmp/out"))" \
+        grep -qE "^policy performance, backend cgroupfs, [0-9]+ rounds, [0-9]+ placement changes?, 4 groups$" <(head -n1 "$tmp/out")
+check "top: the columns" grep -qE "^GROUP +UTIL +RUN +CPUS +SHARES +OWNER +CHANGES +REASON$" "$tmp/out"
+check "top: a first, its changes ($(sed -n 4p "$tmp/out"))" \
+        grep -qE "^(/$id|…[^ ]*)/a +0\.[0-9]{2} +0\.[0-9]{2} +$all_cpus +$orig_shares +- +[0-9]+ +performance" <(sed -n 4p "$tmp/out")
+check "top: four groups, a line each" [ "$(wc -l < "$tmp/out")" -eq 7 ]
+wide=$(too_wide < "$tmp/out")
+check "top: within 80 columns${wide:+ ($wide)}" [ -z "$wide" ]
+run 0 top --once
+check "top --once: one frame" [ "$(grep -c "^policy " "$tmp/out")" -eq 1 -a "$(wc -l < "$tmp/out")" -eq 7 ]
+# On a terminal too: --once prints one frame and exits.
+script -qec "$(printf '%q ' "$peltctl" top --once)" /dev/null > "$tmp/script.out" 2>&1
+check "top --once on a terminal: one frame ($(head -c 200 "$tmp/script.out"))" grep -q "^GROUP .*REASON" "$tmp/script.out"
+# Live on a terminal: drawn, and q quits (exit 0).
+(sleep 2; printf q) | TERM=xterm timeout 20 script -qec "$(printf '%q ' "$peltctl" top)" /dev/null > "$tmp/live.out" 2>&1
+check "top live: q quits, exit 0 (got $?)" [ $? -eq 0 ]
+check "top live: a frame drawn" grep -q "CHANGES" "$tmp/live.out"
+check "top live: the key said" grep -q "q: quit" "$tmp/live.out"
+TERM=peltd-no-such-terminal script -qec "$(printf '%q ' "$peltctl" top)" /dev/null < /dev/null > "$tmp/live.out" 2>&1
+check "top on a terminal it cannot drive: exit 1 (got $?)" [ $? -eq 1 ]
+check "... saying so ($(head -c 200 "$tmp/live.out"))" grep -q 'Cannot drive the terminal "peltd-no-such-terminal"' "$tmp/live.out"
+run 0 --json top
+jqcheck "top --json: the header's figures and the groups, busiest first" "$out" --arg p "/$id/a" \
+        '(keys_unsorted == ["policy","backend","rounds","changes","groups"]) and .policy == "performance" and
+         .backend == "cgroupfs" and .rounds > 0 and (.groups | length) == 4 and .groups[0].path == $p and
+         ([.groups[].util] | . == (sort | reverse))'
 
 # ---- --runtime, and uid 65534 ---------------------------------------------------------------------
 run 0 set-shares "/$id/b" 900 --runtime
@@ -395,23 +472,60 @@ wait_for 5 bash -c "[[ \$(cat '$cpu_root/$id/c d/$shares_file') == $(v1_shares 3
 
 # ---- peltd is not running ----------------------------------------------------------------------
 start_monitor
+# top live on a terminal, its input a FIFO held open here (no key pressed), when the daemon stops.
+mkfifo "$tmp/top.in"
+exec 7<>"$tmp/top.in"
+TERM=xterm script -qec "$(printf '%q ' "$peltctl" top)" /dev/null < "$tmp/top.in" > "$tmp/top-live.out" 2>&1 &
+top_pid=$!
+wait_for 5 grep -q CHANGES "$tmp/top-live.out" || fail "top live: no frame drawn"
 stop_daemon
 wait "$monitor_pid"
 check "monitor: the daemon stopped, exit 1 (got $?)" [ $? -eq 1 ]
 monitor_pid=
 check "... saying so" grep -q "peltd stopped" "$tmp/monitor.err"
+# Gone, or a zombie waiting for this shell's wait.
+wait_for 5 bash -c "[[ ! -e /proc/$top_pid ]] || grep -q '^State:.*Z' /proc/$top_pid/status" ||
+        fail "top live: still running after the daemon stopped"
+wait "$top_pid"
+check "top live: the daemon stopped, exit 1 (got $?)" [ $? -eq 1 ]
+top_pid=
+exec 7>&-
+check "... saying so, once the terminal is put back" grep -q "peltd is not running" "$tmp/top-live.out"
 before=$(dropin_sum)
-for c in status groups "group /$id/a" topology policy "policy power" "policy power --runtime" "set-shares /$id/a 5" reload monitor; do
+for c in status groups "group /$id/a" topology policy "policy power" "policy power --runtime" "set-shares /$id/a 5" reload monitor \
+        top; do
         # shellcheck disable=SC2086
         run 1 --config-dir "$etc" $c
         check "$c: peltd is not running ($err)" matches "$err" "peltd is not running*"
 done
 check "not running: the drop-in untouched" [ "$(dropin_sum)" = "$before" ]
 
+# ---- A daemon from before ListGroupDetails ---------------------------------------------------------
+"$fake_old_peltd" "/$id/old" > "$tmp/old.out" 2>&1 &
+old_pid=$!
+wait_for 5 grep -q READY "$tmp/old.out" || fail "the stand-in old daemon did not start: $(cat "$tmp/old.out")"
+run 0 groups
+check "old daemon: groups from ListGroups, no owner known ($(tail -n2 "$tmp/out" | head -n1))" \
+        grep -qE "^/$id/old +0\.50 +0\.59 +1024 +0 +power +-$" "$tmp/out"
+run 0 --json groups
+jqcheck "old daemon: groups --json with ListGroups' fields only" "$out" --arg p "/$id/old" \
+        '. == [{"path":$p,"util":512,"runnable":600,"load":1024,"shares":1024,"cpus":"0","policy":"power","reason":"power: packed"}]'
+run 0 group "/$id/old"
+check "old daemon: group from GetGroup, no owner line" bash -c "grep -qxF '      Policy: power' '$tmp/out' && ! grep -q Owner: '$tmp/out'"
+run 0 --json group "/$id/old"
+jqcheck "old daemon: group --json with GetGroup's fields only" "$out" 'keys_unsorted == ["path","util","runnable","load","shares","cpus","policy","reason"]'
+run 1 group "/$id/none"
+check "old daemon: group of another path, GetGroup's error ($err)" matches "$err" "/$id/none is not a group peltd manages."
+run 0 top
+check "old daemon: top, changes unknown ($(sed -n 4p "$tmp/out"))" grep -qE "^(/$id|…[^ ]*)/old +0\.50 +0\.59 +0 +1024 +- +- +power: pack" "$tmp/out"
+kill "$old_pid"
+wait "$old_pid" 2>/dev/null
+old_pid=
+
 # ---- Bad usage: exit 2, nothing on stdout, also without a bus ---------------------------------------
 for args in "" "frobnicate" "--frob status" "status extra" "group" "group a b" "policy a b" "set-shares /x" \
         "set-shares /x 1 2" "set-shares /x abc" "set-shares /x -5" "set-shares /x 12k" "status --runtime" \
-        "policy --runtime" "groups --runtime" "--config-dir"; do
+        "policy --runtime" "groups --runtime" "--config-dir" "status --once" "top extra" "top --runtime"; do
         # shellcheck disable=SC2086
         DBUS_SYSTEM_BUS_ADDRESS=unix:path=/nonexistent run 2 $args
         check "bad usage '$args': a message, no output ($err)" [ -n "$err" -a -z "$out" ]

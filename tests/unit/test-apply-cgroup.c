@@ -848,6 +848,7 @@ static void test_permanent_refusals_said_once_not_retried(_unused_ void **state)
                 assert_int_equal(logged(&d, "not trying again"), 1);
                 assert_string_equal(cpus_of("/peltd/batch"), "0-3");
                 assert_int_equal(d.m.originals->n_entries, 0);
+                assert_int_equal(d.m.placement_errors, 1);
 
                 /* Something changed: a new plan is tried (once), a reload tries again (once). */
                 rounds(&d, "4-6", 30);
@@ -860,6 +861,7 @@ static void test_permanent_refusals_said_once_not_retried(_unused_ void **state)
                 rounds(&d, "4-6", 30);
                 assert_int_equal(sim.fail_tries, 4);
                 assert_int_equal(logged(&d, "Failed to write"), 4);
+                assert_int_equal(d.m.placement_errors, 4); /* each failed write counted (for the metrics) */
 
                 /* The kernel takes it now (the topology changed again): placed, and said so. */
                 sim.fail_err = 0;
@@ -892,6 +894,7 @@ static void test_transient_refusals_retried_with_backoff(_unused_ void **state) 
                 rounds(&d, "4-5", 1000);
                 assert_int_equal(sim.fail_tries, 5 + 16);
                 assert_int_equal(logged(&d, "Failed to write"), 1);
+                assert_int_equal(d.m.placement_errors, 5 + 16);
 
                 sim.fail_err = 0;
                 rounds(&d, "4-5", CG_RETRY_MAX_ROUNDS + 1);
@@ -910,6 +913,7 @@ static void test_group_gone_between_read_and_write(_unused_ void **state) {
         /* Dropped quietly (the group walk forgets it), with nothing left in the state file. */
         assert_int_equal(logged(&d, "/peltd/batch"), 0);
         assert_int_equal(d.m.originals->n_entries, 0);
+        assert_int_equal(d.m.placement_errors, 0); /* a group that went is no error */
         daemon_stop(&d);
 }
 
@@ -959,6 +963,8 @@ static void test_state_directory_full(_unused_ void **state) {
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_int_equal(logged(&d, "Failed to record"), 1);
         assert_int_equal(logged(&d, "No space left on device"), 1);
+        /* Each try whose writes were not made for want of a record counts (rounds 1, 3, 6, 11, 20). */
+        assert_int_equal(d.m.placement_errors, 5);
 
         /* Room again: placed at the next try, recorded, and said once. */
         assert_int_equal(unlink(fill), 0);

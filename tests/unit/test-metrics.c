@@ -28,10 +28,14 @@ static void render(const MetricsSnapshot *s, char **ret) {
 static void test_render_exact(_unused_ void **state) {
         const MetricsGroup groups[] = {
                 { .path = "/peltd/batch", .util = 301, .runnable = 1100, .load = 2048, .cpus = 1, .shares = 2048,
-                  .placement_changes = 3, .throttled_ns = 1500000000 },
+                  .placement_changes = 3, .throttled_ns = 1500000000, .managed = true, .owner = "", .foreign_writes = 2,
+                  .pressure_usec = 1234567 },
                 { .path = "/peltd/web", .util = 0, .runnable = 0, .load = 0, .cpus = -1, .shares = 1024,
-                  .placement_changes = 0, .throttled_ns = 12 },
+                  .placement_changes = 0, .throttled_ns = 12, .managed = true, .owner = "kubelet", .pressure_usec = 40 },
+                /* Sampled, not (yet) in the Manager's list: no figures of the Manager's. */
+                { .path = "/peltd/zz", .cpus = -1, .shares = 2 },
         };
+        const MetricsHeld held[] = { { "kubelet", 2 }, { "partition", 0 } };
         const MetricsSnapshot s = {
                 .version = "0.1.0",
                 .policy = "balanced",
@@ -43,6 +47,9 @@ static void test_render_exact(_unused_ void **state) {
                 .metrics_cpu_ns = 4000,
                 .energy_estimate = 40.5,
                 .energy_estimate_spread = 45,
+                .placement_errors = 5,
+                .held = held,
+                .n_held = ELEMENTSOF(held),
                 .groups = groups,
                 .n_groups = ELEMENTSOF(groups),
         };
@@ -79,18 +86,28 @@ static void test_render_exact(_unused_ void **state) {
                 "# HELP peltd_energy_estimate_spread Energy estimate of the same load with every group on every online CPU, in the same units.\n"
                 "# TYPE peltd_energy_estimate_spread gauge\n"
                 "peltd_energy_estimate_spread 45\n"
+                "# HELP peltd_placement_errors_total Placement writes that failed (cpuset.cpus, cpu.shares, cpu.weight, systemd properties), or were not made as the state file could not record them.\n"
+                "# TYPE peltd_placement_errors_total counter\n"
+                "peltd_placement_errors_total 5\n"
+                "# HELP peltd_cpus_held CPUs another owner holds exclusively (kubelet's static CPUs, partitions, exclusive cpusets): in no set peltd writes.\n"
+                "# TYPE peltd_cpus_held gauge\n"
+                "peltd_cpus_held{owner=\"kubelet\"} 2\n"
+                "peltd_cpus_held{owner=\"partition\"} 0\n"
                 "# HELP peltd_group_util_cpus CPU the group's threads use: PELT util_avg of its usage, in CPUs (util/1024).\n"
                 "# TYPE peltd_group_util_cpus gauge\n"
                 "peltd_group_util_cpus{group=\"/peltd/batch\"} 0.2939453125\n"
                 "peltd_group_util_cpus{group=\"/peltd/web\"} 0\n"
+                "peltd_group_util_cpus{group=\"/peltd/zz\"} 0\n"
                 "# HELP peltd_group_runnable_cpus CPU the group's threads want: PELT runnable_avg (running or waiting), in CPUs.\n"
                 "# TYPE peltd_group_runnable_cpus gauge\n"
                 "peltd_group_runnable_cpus{group=\"/peltd/batch\"} 1.07421875\n"
                 "peltd_group_runnable_cpus{group=\"/peltd/web\"} 0\n"
+                "peltd_group_runnable_cpus{group=\"/peltd/zz\"} 0\n"
                 "# HELP peltd_group_load The group's shares-weighted demand: shares x min(runnable/1024, 1), in weight units.\n"
                 "# TYPE peltd_group_load gauge\n"
                 "peltd_group_load{group=\"/peltd/batch\"} 2048\n"
                 "peltd_group_load{group=\"/peltd/web\"} 0\n"
+                "peltd_group_load{group=\"/peltd/zz\"} 0\n"
                 "# HELP peltd_group_cpus Number of CPUs the group may use now (its cpuset).\n"
                 "# TYPE peltd_group_cpus gauge\n"
                 "peltd_group_cpus{group=\"/peltd/batch\"} 1\n"
@@ -98,14 +115,28 @@ static void test_render_exact(_unused_ void **state) {
                 "# TYPE peltd_group_shares gauge\n"
                 "peltd_group_shares{group=\"/peltd/batch\"} 2048\n"
                 "peltd_group_shares{group=\"/peltd/web\"} 1024\n"
+                "peltd_group_shares{group=\"/peltd/zz\"} 2\n"
                 "# HELP peltd_group_placement_changes_total Placement changes (CPUs or shares) peltd applied to the group since it found it.\n"
                 "# TYPE peltd_group_placement_changes_total counter\n"
                 "peltd_group_placement_changes_total{group=\"/peltd/batch\"} 3\n"
                 "peltd_group_placement_changes_total{group=\"/peltd/web\"} 0\n"
+                "peltd_group_placement_changes_total{group=\"/peltd/zz\"} 0\n"
                 "# HELP peltd_group_throttled_seconds_total Growth of the group's throttled time counter since peltd found it, as the kernel counts it.\n"
                 "# TYPE peltd_group_throttled_seconds_total counter\n"
                 "peltd_group_throttled_seconds_total{group=\"/peltd/batch\"} 1.5\n"
-                "peltd_group_throttled_seconds_total{group=\"/peltd/web\"} 0.000000012\n");
+                "peltd_group_throttled_seconds_total{group=\"/peltd/web\"} 0.000000012\n"
+                "peltd_group_throttled_seconds_total{group=\"/peltd/zz\"} 0\n"
+                "# HELP peltd_group_foreign_writes_total Writes by others to the group's files that peltd placed; peltd yielded to each.\n"
+                "# TYPE peltd_group_foreign_writes_total counter\n"
+                "peltd_group_foreign_writes_total{group=\"/peltd/batch\"} 2\n"
+                "peltd_group_foreign_writes_total{group=\"/peltd/web\"} 0\n"
+                "# HELP peltd_group_cpu_pressure_seconds_total Time the group's threads waited for a CPU: cgroup v2 cpu.pressure some total; v1 their run_delay.\n"
+                "# TYPE peltd_group_cpu_pressure_seconds_total counter\n"
+                "peltd_group_cpu_pressure_seconds_total{group=\"/peltd/batch\"} 1.234567\n"
+                "peltd_group_cpu_pressure_seconds_total{group=\"/peltd/web\"} 0.00004\n"
+                "# HELP peltd_group_owner_info A group peltd leaves alone because another owner places it, as the label owner (always 1).\n"
+                "# TYPE peltd_group_owner_info gauge\n"
+                "peltd_group_owner_info{group=\"/peltd/web\",owner=\"kubelet\"} 1\n");
 }
 
 /* The sample line of family `name` for one group, from the text. */
@@ -170,8 +201,12 @@ static unsigned count(const char *text, const char *needle) {
  * and no family comes twice: its samples are together.
  */
 static void test_families_grouped(_unused_ void **state) {
-        const MetricsGroup groups[] = { { .path = "/a", .cpus = 1 }, { .path = "/b", .cpus = 2 }, { .path = "/c", .cpus = 1 } };
-        const MetricsSnapshot s = { .version = "v", .policy = "p", .groups = groups, .n_groups = ELEMENTSOF(groups) };
+        const MetricsGroup groups[] = { { .path = "/a", .cpus = 1, .managed = true },
+                                        { .path = "/b", .cpus = 2, .managed = true, .owner = "runtime" },
+                                        { .path = "/c", .cpus = 1, .managed = true, .owner = "systemd" } };
+        const MetricsHeld held[] = { { "kubelet", 1 }, { "partition", 3 } };
+        const MetricsSnapshot s = { .version = "v", .policy = "p", .held = held, .n_held = ELEMENTSOF(held),
+                                    .groups = groups, .n_groups = ELEMENTSOF(groups) };
         _cleanup_free_ char *text = NULL;
         char family[128] = "";
         bool typed = false;
@@ -213,9 +248,12 @@ static void test_families_grouped(_unused_ void **state) {
                 assert_true(typed);
                 samples++;
         }
-        /* 9 families of one sample but the rounds' two, and 7 per-group ones of 3 samples each. */
-        assert_int_equal(families, 9 + 7);
-        assert_int_equal(samples, 10 + 7 * 3);
+        /*
+         * 10 families of one sample but the rounds' and the held CPUs' two, 9 per-group ones of 3
+         * samples each, and the owners' of 2 (the groups owned elsewhere).
+         */
+        assert_int_equal(families, 11 + 9 + 1);
+        assert_int_equal(samples, 13 + 9 * 3 + 2);
 }
 
 static char *read_file(const char *path) {

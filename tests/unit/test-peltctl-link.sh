@@ -54,6 +54,7 @@ echo "ok: $(wc -l < "$tmp/daemon") symbols of the stage archives checked; peltct
 needed=$(readelf -d "$peltctl" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
 [[ $needed == *libsystemd* ]] || fail "peltctl does not link libsystemd ($needed)"
 [[ $needed == *libcgroup* || $needed == *libinih* ]] && fail "peltctl links $needed"
+[[ $needed == *libncursesw* ]] || fail "peltctl does not link ncursesw, for top ($needed)"
 echo "ok: peltctl needs $needed"
 
 ((failed)) && exit 1

@@ -39,6 +39,17 @@ int call(sd_bus *bus, const char *method, bool is_change, sd_bus_message **ret_r
 int read_row(sd_bus_message *m, Row *ret);
 /* The array of ListGroups; the strings live in m. 0 or a negative errno, not logged. */
 int read_rows(sd_bus_message *m, Row **ret, size_t *ret_n);
+/*
+ * The array of ListGroupDetails: keys it does not know, or of another type, are skipped; a
+ * dictionary without "path" is -EBADMSG. The strings live in m. 0 or a negative errno, not logged.
+ */
+int read_detail_rows(sd_bus_message *m, Row **ret, size_t *ret_n);
+
+/*
+ * The groups: ListGroupDetails, or ListGroups where the daemon does not know that method (an older
+ * peltd: then the rows have no details). The strings live in *ret_reply.
+ */
+int list_groups(sd_bus *bus, sd_bus_message **ret_reply, Row **ret, size_t *ret_n);
 
 /* Every property of org.peltd1.Manager, by its name in snake_case ("dry_run"). */
 int get_properties(sd_bus *bus, json_object **ret);

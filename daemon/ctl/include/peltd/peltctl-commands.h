@@ -10,6 +10,7 @@
 typedef struct CtlOptions {
         bool json;                   /* --json */
         bool runtime;                /* --runtime: change the running daemon only */
+        bool once;                   /* --once: top prints one frame */
         const char *config_dir;      /* --config-dir: where to persist */
         uint64_t shares;             /* set-shares PATH N: N, parsed with the command line */
 } CtlOptions;

@@ -7,19 +7,13 @@
 
 #include <json-c/json.h>
 
+#include "peltd/peltctl-table.h"
+
 /*
  * What peltctl writes on stdout: labelled fields and the groups' table for a terminal (text
  * sanitized, peltctl-text.h), or JSON (--json). Functions returning int give 0, or a negative
  * errno after logging (out of memory).
  */
-
-/* One managed group as ListGroups and GetGroup give it; the strings live in the reply. */
-typedef struct Row {
-        const char *path;
-        double util, runnable, load;
-        uint64_t shares;
-        const char *cpus, *policy, *reason;
-} Row;
 
 /* The columns of stdout when it is a terminal wider than 80, else 80. */
 size_t text_width_of_stdout(void);
@@ -27,10 +21,7 @@ size_t text_width_of_stdout(void);
 /* "   Label: value", the value sanitized and wrapped under itself. */
 void print_field(const char *label, const char *value, size_t width);
 
-/*
- * The groups as a table of width columns: path, util and runnable in CPUs, shares, CPUs, policy;
- * each group's reason on a line of its own below it. "No managed groups." when there are none.
- */
+/* The groups' table on stdout (table_print()); 0, or -ENOMEM after logging. */
 int print_table(const Row *rows, size_t n, size_t width);
 
 /* The shortest decimal that reads back as v; NULL for NaN or infinity, which JSON has not. */
@@ -42,6 +33,9 @@ int json_add(json_object *o, const char *key, json_object *v);
 /* o on a line of its own, pretty or (one_line) plain. */
 int json_print(json_object *o, bool one_line);
 
-/* A group, and the groups, with the fields of the table. NULL when out of memory. */
+/*
+ * A group, and the groups, with the D-Bus fields in snake_case: those of ListGroups, then (from
+ * ListGroupDetails) owner, pressure_usec, changes and last_change_usec. NULL when out of memory.
+ */
 json_object *row_to_json(const Row *row);
 json_object *rows_to_json(const Row *rows, size_t n);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,7 +28,17 @@ typedef struct MetricsGroup {
         uint64_t shares;             /* cpu.shares (v2: cpu.weight converted) */
         uint64_t placement_changes;  /* changes applied since peltd found it */
         uint64_t throttled_ns;       /* growth of its throttled counter since peltd found it */
+        bool managed;                /* the Manager knows it: the figures below are its */
+        const char *owner;           /* who places it when peltd does not ("kubelet", ...); NULL or "": peltd */
+        uint64_t foreign_writes;     /* writes by others to files peltd placed, each one yielded */
+        uint64_t pressure_usec;      /* v2: cpu.pressure's some total; v1: its threads' run_delay */
 } MetricsGroup;
+
+/* CPUs held exclusively by one owner. */
+typedef struct MetricsHeld {
+        const char *owner;
+        uint64_t cpus;
+} MetricsHeld;
 
 typedef struct MetricsSnapshot {
         const char *version;
@@ -40,6 +51,9 @@ typedef struct MetricsSnapshot {
         uint64_t metrics_cpu_ns;     /* and on the metrics file, up to its last write */
         double energy_estimate;      /* the model's units, every group on the CPUs it may use now */
         double energy_estimate_spread; /* the same load, every group on every online CPU */
+        uint64_t placement_errors;   /* placement writes that failed, or were not made for want of a record */
+        const MetricsHeld *held;     /* every owner that may hold CPUs, 0 included */
+        size_t n_held;
         const MetricsGroup *groups;  /* in the order they are written (the daemon's: by path) */
         size_t n_groups;
 } MetricsSnapshot;
