@@ -40,6 +40,7 @@ struct EnergyMeter {
  */
 struct MeterKind {
         const char *name;
+        EnergyMeterSetting setting;  /* the EnergyMeter= value that asks for this kind alone */
         int (*probe)(EnergyMeter *m, const char **reason);
         int (*read)(EnergyMeter *m, EnergyZone *z, uint64_t *ret_uj);
 };
@@ -402,7 +403,7 @@ static int powercap_read(_unused_ EnergyMeter *m, EnergyZone *z, uint64_t *ret_u
 }
 
 static const MeterKind meter_kinds[] = {
-        { "powercap", powercap_probe, powercap_read },
+        { "powercap", ENERGY_METER_SETTING_POWERCAP, powercap_probe, powercap_read },
 };
 
 int energy_meter_new(const RootDir *root, const char *dir, EnergyMeterSetting setting,
@@ -419,6 +420,8 @@ int energy_meter_new(const RootDir *root, const char *dir, EnergyMeterSetting se
         if (!m->dir)
                 return -ENOMEM;
         for (size_t i = 0; setting != ENERGY_METER_SETTING_NONE && i < ELEMENTSOF(meter_kinds); i++) {
+                if (setting != ENERGY_METER_SETTING_AUTO && setting != meter_kinds[i].setting)
+                        continue;
                 r = meter_kinds[i].probe(m, &reason);
                 if (r < 0)
                         return r;
@@ -428,7 +431,7 @@ int energy_meter_new(const RootDir *root, const char *dir, EnergyMeterSetting se
                 }
         }
         if (!m->kind) {
-                say(m, "No energy meter: figures are estimates (%s: %s).", dir, reason);
+                say(m, "no energy meter: figures are estimates (%s: %s).", dir, reason);
                 m->said_none = true;
         }
         *ret = TAKE_PTR(m);

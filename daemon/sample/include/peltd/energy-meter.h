@@ -74,7 +74,8 @@ typedef struct EnergyMeter EnergyMeter;
 
 /*
  * Probes the meter kinds that setting allows under dir (relative to root; root must outlive the
- * meter). Without a meter the meter is still made, of kind "none" (said once). -ENOMEM only.
+ * meter), in the table's order. Without a meter the meter is still made, of kind "none" (said once),
+ * and stays none: rescans do not probe again. -ENOMEM only.
  */
 int energy_meter_new(const RootDir *root, const char *dir, EnergyMeterSetting setting,
                      void (*notify)(void *userdata, const char *message), void *userdata, EnergyMeter **ret);
