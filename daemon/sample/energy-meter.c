@@ -26,7 +26,6 @@ struct EnergyMeter {
         char *dir;
         const MeterKind *kind;       /* NULL: no meter */
         bool emulated;
-        bool said_none;
         EnergyZone *zones;
         size_t n_zones;
         void (*notify)(void *userdata, const char *message);
@@ -406,6 +405,17 @@ static const MeterKind meter_kinds[] = {
         { "powercap", ENERGY_METER_SETTING_POWERCAP, powercap_probe, powercap_read },
 };
 
+static void zones_clear(EnergyMeter *m) {
+        for (size_t i = 0; i < m->n_zones; i++) {
+                zone_close(&m->zones[i]);
+                free(m->zones[i].name);
+                free(m->zones[i].path);
+        }
+        free(m->zones);
+        m->zones = NULL;
+        m->n_zones = 0;
+}
+
 int energy_meter_new(const RootDir *root, const char *dir, EnergyMeterSetting setting,
                      void (*notify)(void *userdata, const char *message), void *userdata, EnergyMeter **ret) {
         _cleanup_energy_meter_ EnergyMeter *m = NULL;
@@ -429,11 +439,10 @@ int energy_meter_new(const RootDir *root, const char *dir, EnergyMeterSetting se
                         m->kind = &meter_kinds[i];
                         break;
                 }
+                zones_clear(m);     /* what a kind found but could not read is not the next kind's */
         }
-        if (!m->kind) {
+        if (!m->kind)
                 say(m, "no energy meter: figures are estimates (%s: %s).", dir, reason);
-                m->said_none = true;
-        }
         *ret = TAKE_PTR(m);
         return 0;
 }
@@ -441,12 +450,7 @@ int energy_meter_new(const RootDir *root, const char *dir, EnergyMeterSetting se
 EnergyMeter *energy_meter_free(EnergyMeter *m) {
         if (!m)
                 return NULL;
-        for (size_t i = 0; i < m->n_zones; i++) {
-                zone_close(&m->zones[i]);
-                free(m->zones[i].name);
-                free(m->zones[i].path);
-        }
-        free(m->zones);
+        zones_clear(m);
         free(m->dir);
         free(m);
         return NULL;
@@ -518,7 +522,6 @@ static bool zone_read(EnergyMeter *m, EnergyZone *z, usec_t now, bool busy) {
                 say(m, "Energy zone %s has not moved for %u s while its CPUs were busy: no energy meter: figures are estimates.",
                     z->name, (unsigned) (ENERGY_STILL_USEC / USEC_PER_SEC));
                 m->kind = NULL;
-                m->said_none = true;
         }
         return true;
 }

@@ -97,7 +97,7 @@ int energy_meter_read(EnergyMeter *m, usec_t now, const bool *package_busy, size
 /* Scans the tree again: new zones are opened, missing ones are gone, gone ones may return. */
 int energy_meter_rescan(EnergyMeter *m);
 
-/* The zones known, gone ones included (present false). */
+/* The zones known, gone ones included (present false); valid until the next rescan. */
 const EnergyZone *energy_meter_zones(const EnergyMeter *m, size_t *ret_n);
 
 /* The node's energy since the meter started: the packages' zones (psys, dram and parts not added). */
