@@ -57,6 +57,18 @@ static int parse_sampling_backend(const IniPos *pos, const char *value, _unused_
         return 0;
 }
 
+static int parse_energy_meter(const IniPos *pos, const char *value, _unused_ const IniKey *key, void *data) {
+        if (streq(value, "auto"))
+                *(EnergyMeterSetting *) data = ENERGY_METER_SETTING_AUTO;
+        else if (streq(value, "powercap"))
+                *(EnergyMeterSetting *) data = ENERGY_METER_SETTING_POWERCAP;
+        else if (streq(value, "none"))
+                *(EnergyMeterSetting *) data = ENERGY_METER_SETTING_NONE;
+        else
+                return ini_error(pos, value, "Expected auto, powercap or none.");
+        return 0;
+}
+
 /* MetricsFile=, KubeletCpuManagerState=: an absolute path, or empty for none. */
 static int parse_optional_path(const IniPos *pos, const char *value, const IniKey *key, void *data) {
         if (isempty(value)) {
@@ -181,6 +193,8 @@ static const IniKey config_keys[] = {
         /* The kernel takes PSI windows of 500 ms to 10 s, and a stall of at most the window. */
         { "Daemon", "PressureStallMSec", ini_parse_msec, offsetof(Config, pressure_stall_usec), 0, 10000 },
         { "Daemon", "PressureWindowMSec", ini_parse_msec, offsetof(Config, pressure_window_usec), 500, 10000 },
+        { "Daemon", "EnergyMeter", parse_energy_meter, offsetof(Config, energy_meter) },
+        { "Daemon", "PowercapDir", ini_parse_abs_path, offsetof(Config, powercap_dir) },
         { "Group", "Shares", ini_parse_u64, offsetof(GroupConfig, shares), 2, 262144 },
         { "Group", "Policy", ini_parse_policy, offsetof(GroupConfig, policy) },
         { "Group", "AllowedCPUs", config_parse_allowed_cpus, offsetof(GroupConfig, allowed_cpus) },

@@ -33,7 +33,9 @@ int config_new_default(Config **ret) {
         c->metrics_file = strdup("/run/peltd/metrics.prom");
         /* Where kubelet keeps its CPU manager's checkpoint. */
         c->kubelet_state = strdup("/var/lib/kubelet/cpu_manager_state");
-        if (!c->cgroup_root || !c->state_file || !c->metrics_file || !c->kubelet_state)
+        /* Where the kernel's powercap class lists the RAPL zones. */
+        c->powercap_dir = strdup("/sys/class/powercap");
+        if (!c->cgroup_root || !c->state_file || !c->metrics_file || !c->kubelet_state || !c->powercap_dir)
                 return -ENOMEM;
         *ret = TAKE_PTR(c);
         return 0;
@@ -47,6 +49,7 @@ Config *config_free(Config *c) {
         free(c->state_file);
         free(c->metrics_file);
         free(c->kubelet_state);
+        free(c->powercap_dir);
         for (size_t i = 0; i < c->n_group_configs; i++) {
                 free(c->group_configs[i].path);
                 free(c->group_configs[i].source_file);

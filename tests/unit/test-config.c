@@ -317,6 +317,25 @@ static void test_metrics_file_empty(_unused_ void **state) {
         assert_null(c->metrics_file);
 }
 
+/* EnergyMeter= and PowercapDir=: their defaults, their values, their errors. */
+static void test_energy_meter_keys(_unused_ void **state) {
+        _cleanup_free_ char *log = NULL;
+        _cleanup_config_ Config *c = NULL;
+        int r;
+
+        assert_int_equal(config_new_default(&c), 0);
+        assert_int_equal(c->energy_meter, ENERGY_METER_SETTING_AUTO);
+        assert_string_equal(c->powercap_dir, "/sys/class/powercap");
+        config_free(TAKE_PTR(c));
+        log = load_capture("[Daemon]\nEnergyMeter=none\nPowercapDir=/run/peltd-test/powercap\n", &r, &c);
+        if (r < 0)
+                fail_msg("%s", log);
+        assert_int_equal(c->energy_meter, ENERGY_METER_SETTING_NONE);
+        assert_string_equal(c->powercap_dir, "/run/peltd-test/powercap");
+        expect_error("[Daemon]\nEnergyMeter=rapl\n", ":2: EnergyMeter=rapl: Expected auto, powercap or none");
+        expect_error("[Daemon]\nPowercapDir=sys/class/powercap\n", ":2: PowercapDir=sys/class/powercap: Expected an absolute");
+}
+
 /* Every header opens its section: a repeated one merges key by key, an empty one still counts. */
 static void test_repeated_and_empty_sections(_unused_ void **state) {
         _cleanup_free_ char *log = NULL;
@@ -600,6 +619,7 @@ int main(void) {
                 cmocka_unit_test(test_cgroup_paths),
                 cmocka_unit_test(test_repeated_and_empty_sections),
                 cmocka_unit_test(test_metrics_file_empty),
+                cmocka_unit_test(test_energy_meter_keys),
                 cmocka_unit_test(test_indented_lines),
                 cmocka_unit_test(test_policy_names),
                 cmocka_unit_test(test_untrusted_config_files),

@@ -24,6 +24,12 @@ typedef enum SamplingBackend {
         SAMPLING_BACKEND_PROC,
 } SamplingBackend;
 
+typedef enum EnergyMeterSetting {
+        ENERGY_METER_SETTING_AUTO,   /* the powercap tree where it is readable, else none */
+        ENERGY_METER_SETTING_POWERCAP,
+        ENERGY_METER_SETTING_NONE,
+} EnergyMeterSetting;
+
 typedef enum Backend {
         BACKEND_AUTO,
         BACKEND_CGROUPFS,
@@ -62,6 +68,8 @@ typedef struct Config {
         char *kubelet_state;         /* KubeletCpuManagerState=; NULL: none */
         usec_t pressure_stall_usec;  /* PressureStallMSec=; 0: no pressure guard */
         usec_t pressure_window_usec; /* PressureWindowMSec= */
+        EnergyMeterSetting energy_meter; /* EnergyMeter= */
+        char *powercap_dir;          /* PowercapDir=: the powercap class directory */
         GroupConfig *group_configs;
         size_t n_group_configs;
 
