@@ -6,8 +6,8 @@
 #include "peltd/parse.h"
 
 /*
- * The built-in model's constants, exactly as DESIGN.md pins them ("so that no one tunes it to a
- * target"). Do not change one without changing DESIGN.md first.
+ * The built-in model's constants, fixed so that no one tunes the model to a target: the README and
+ * peltd(8) state them, and the tests pin them. Do not change one without changing those first.
  */
 
 /* One capacity class: a busy package, a busy core, and 1024 util of work. */

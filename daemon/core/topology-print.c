@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The topology as DESIGN.md's JSON contract, or a summary a person reads at a glance. */
+/* The topology as the JSON document peltd(8) describes, or a summary a person reads at a glance. */
 #include <json-c/json.h>
 
 #include "peltd/json-util.h"
@@ -77,7 +77,7 @@ static json_object *cpu_to_json(const Topology *t, const TopoCpu *c) {
 
         if (!o)
                 return NULL;
-        /* A field sysfs does not give is null (DESIGN.md): no clusters, no core_id, no cpufreq. */
+        /* A field sysfs does not give is null (peltd(8)): no clusters, no core_id, no cpufreq. */
         if (object_add(o, "cpu", json_object_new_int(c->cpu), false) < 0 ||
             object_add(o, "package", json_object_new_int(c->package), false) < 0 ||
             object_add(o, "die", json_object_new_int(c->die), false) < 0 ||

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * peltctl, the operator's command: a client of peltd's D-Bus API (DESIGN.md, "D-Bus" and
+ * peltctl, the operator's command: a client of peltd's D-Bus API (peltd(8), "D-BUS INTERFACE", and
  * "peltctl"). It links sd-bus, json-c and the shared helpers, none of the daemon's sampling,
  * planning or applying. This file reads the command line and runs the command; the commands are in
  * peltctl-commands.c and peltctl-monitor.c, the calls they make in peltctl-bus.c, what they print

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * CPU topology from sysfs, by the rules in DESIGN.md ("Topology").
+ * CPU topology from sysfs, by the rules the README's "Topology" section states.
  *
  * sysfs says the same things differently on every architecture and kernel age, so every level is
  * read from the best file present and falls back step by step:

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
-/* The energy model: DESIGN.md's pinned constants, the spreading rule, and the kernel's EM from debugfs. */
+/* The energy model: the pinned constants, the spreading rule, and the kernel's EM from debugfs. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>

@@ -119,7 +119,7 @@ static int cores_touched(const Topology *t, const CpuMask *m) {
         return n;
 }
 
-/* The invariants of DESIGN.md that every managed plan keeps. */
+/* The invariants that every managed plan keeps. */
 static void check_invariants(const Topology *t, const PolicyGroup *g, const PolicyResult *r) {
         CpuMask usable;
 

@@ -65,7 +65,7 @@ typedef struct IniSchema {
  */
 int ini_load(const char *path, const IniSchema *schema, void *userdata);
 /*
- * Configuration files (DESIGN.md, "Configuration"): as ini_load(), but the file must also be
+ * Configuration files (peltd.conf(5)): as ini_load(), but the file must also be
  * root's (or peltd's own user's) and not writable by group or others; otherwise refused (-EPERM,
  * logged with FILE and the reason).
  */

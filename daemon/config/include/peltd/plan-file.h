@@ -10,7 +10,7 @@
 #include "peltd/time-util.h"
 
 /*
- * The what-if file of peltd --plan (DESIGN.md, "Interfaces"): [Group PATH] sections with
+ * The what-if file of peltd --plan (peltd(8), --plan): [Group PATH] sections with
  *
  *   Util=          required; util_avg, 1/1024 of a CPU (may exceed 1024)
  *   Tasks=         threads (default 1)

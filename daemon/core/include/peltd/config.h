@@ -10,7 +10,7 @@
 #include "peltd/policy-name.h"
 #include "peltd/time-util.h"
 
-/* The daemon's configuration (DESIGN.md, "Configuration"), as data; config-file.h reads it. */
+/* The daemon's configuration (peltd.conf(5)), as data; config-file.h reads it. */
 
 typedef enum TaskTracking {
         TASK_TRACKING_AUTO,          /* only where a policy needs per-thread figures */
@@ -77,7 +77,7 @@ typedef struct Config {
         unsigned *groups_lines;      /* while loading: the line of each of groups, for messages */
 } Config;
 
-/* A Config with every default (DESIGN.md); -ENOMEM only. */
+/* A Config with every default (peltd.conf(5)); -ENOMEM only. */
 int config_new_default(Config **ret);
 
 Config *config_free(Config *c);

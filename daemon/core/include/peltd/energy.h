@@ -10,11 +10,11 @@
 #include "peltd/topology.h"
 
 /*
- * The energy estimate of a placement (DESIGN.md, "The built-in energy model").
+ * The energy estimate of a placement (README, "Energy").
  *
  * A placement is turned into util per CPU (energy_spread(), once per group), and the per-CPU util
  * into an energy figure (energy_estimate()): by the kernel's Energy Model where one was read from
- * /sys/kernel/debug/energy_model/, else by the built-in model whose constants DESIGN.md pins.
+ * /sys/kernel/debug/energy_model/, else by the built-in model with its fixed constants.
  * Units are the model's own: arbitrary but fixed for the built-in one, cost × util / capacity for
  * the kernel's. Only ratios between placements on one machine mean anything.
  *
@@ -77,7 +77,7 @@ double energy_estimate_builtin(const Topology *t, const double *cpu_util);
 bool energy_overutilized(const Topology *t, const double *cpu_util, const CpuMask *within);
 
 /*
- * Capacity of a CPU set (DESIGN.md, "Policies"): the sum over its cores of the core's capacity,
+ * Capacity of a CPU set (peltd(8), "PLACEMENT POLICIES"): the sum over its cores of the core's capacity,
  * × 1.2 where the set holds two or more SMT threads of that core.
  */
 double energy_set_capacity(const Topology *t, const CpuMask *set);

@@ -10,7 +10,7 @@
 #include "peltd/topology.h"
 
 /*
- * Placement (DESIGN.md, "Policies"). Pure: policy_plan() takes the topology, the tracked groups,
+ * Placement (peltd(8), "PLACEMENT POLICIES"). Pure: policy_plan() takes the topology, the tracked groups,
  * the operator's overrides, the policy, the history kept between rounds and the time, and returns
  * for every group a CPU set, shares and a one-line reason. It does no I/O, reads no clock and never
  * logs; the history is the caller's and is updated in place.

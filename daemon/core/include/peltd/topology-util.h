@@ -9,7 +9,7 @@
 
 /*
  * The pure parts of topology detection: parsing what sysfs and /proc/cpuinfo say, and the
- * capacity rules of DESIGN.md. No I/O, no logging; the tests call them on strings and arrays.
+ * capacity rules the README states. No I/O, no logging; the tests call them on strings and arrays.
  * They know nothing of the Topology: topology.h includes this for the capacity types below.
  */
 
@@ -55,7 +55,7 @@ static inline bool capacity_greater(unsigned a, unsigned b) {
 }
 
 /*
- * Splits CPUs into capacity classes (DESIGN.md): sorted ascending, a new class starts where a
+ * Splits CPUs into capacity classes: sorted ascending, a new class starts where a
  * capacity is capacity_greater() than the smallest of the current class; a class's capacity is its
  * smallest. cpus[i] has capacity[i]. ret_class_of[i] (optional) receives the class index of cpus[i].
  */

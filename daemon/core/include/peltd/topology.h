@@ -39,7 +39,7 @@ typedef struct TopoGroup {
         CpuMask cpus;
 } TopoGroup;
 
-/* Where a capacity came from (the first source that covers every online CPU, DESIGN.md). */
+/* Where a capacity came from (the first source that covers every online CPU). */
 typedef enum CapacitySource {
         CAPACITY_FROM_CPU_CAPACITY,  /* cpuN/cpu_capacity */
         CAPACITY_FROM_MAX_FREQ,      /* cpuinfo_max_freq relative to the highest */
@@ -89,7 +89,7 @@ bool topology_equal(const Topology *a, const Topology *b);
 const char *capacity_source_to_string(CapacitySource s);
 
 /*
- * The --print-topology JSON object of DESIGN.md ("online_cpus", "packages", ..., "cpus"), with
+ * The --print-topology JSON object peltd(8) describes ("online_cpus", "packages", ..., "cpus"), with
  * null where the contract says so.
  */
 struct json_object;

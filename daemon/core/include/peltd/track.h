@@ -8,7 +8,7 @@
 #include "peltd/pelt.h"
 
 /*
- * Tracking: cumulative counters in, PELT averages out (DESIGN.md, "Data flow", item 2).
+ * Tracking: cumulative counters in, PELT averages out (the second step of a sampling round).
  *
  * Pure: every entry point takes the time in and plain structs the caller owns; no I/O, no clock,
  * no allocation, no logging. The sampling layer reads the counters, this module turns their deltas

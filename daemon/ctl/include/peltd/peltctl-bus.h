@@ -12,7 +12,7 @@
 #include "peltd/peltctl-output.h"
 
 /*
- * peltctl's calls to peltd's D-Bus API (DESIGN.md, "D-Bus") on the system bus
+ * peltctl's calls to peltd's D-Bus API (peltd(8), "D-BUS INTERFACE") on the system bus
  * (DBUS_SYSTEM_BUS_ADDRESS honoured), and their answers read. Unless said otherwise a function
  * returns 0, or 1 (the exit status) after logging why not: the daemon's own message, or that
  * peltd is not running.

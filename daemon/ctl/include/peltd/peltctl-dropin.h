@@ -4,7 +4,7 @@
 #include <stdint.h>
 
 /*
- * peltctl's drop-in, CONFIG_DIR/peltd.conf.d/90-peltctl.conf (DESIGN.md, "peltctl"): the settings
+ * peltctl's drop-in, CONFIG_DIR/peltd.conf.d/90-peltctl.conf (peltctl(1)): the settings
  * "peltctl policy NAME" and "peltctl set-shares PATH N" persist. These functions edit its text as
  * peltd reads it (peltd.conf(5), inih's rules): a section starts at a '[' in the first column, a
  * key line is "Key=Value" (or "Key: Value") from the first column, an indented line continues the

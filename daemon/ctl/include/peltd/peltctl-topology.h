@@ -4,7 +4,7 @@
 #include <json-c/json.h>
 
 /*
- * The topology as peltctl shows it, from the daemon's GetTopology document (DESIGN.md: the
+ * The topology as peltctl shows it, from the daemon's GetTopology document (peltd(8): the
  * "peltd --print-topology --json" document), without the daemon's topology code.
  *
  * topology_json_to_text() writes the lines of "peltd --print-topology" that the document holds the

@@ -8,7 +8,7 @@
 
 /*
  * Files peltd obeys (the configuration, the state file, its directory and lock) must be what root
- * wrote: DESIGN.md, "Configuration" and "cgroups". A regular file (a directory where one is
+ * wrote (peltd.conf(5); SECURITY.md). A regular file (a directory where one is
  * expected), owned by root or by peltd's own user, writable by nobody else (no group or other
  * write bit), and no bigger than a limit. Otherwise -EPERM, with *ret_reason a short phrase for
  * the message ("is writable by group or others", "is a FIFO", ...).

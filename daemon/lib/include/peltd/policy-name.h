@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 #pragma once
 
-/* The policies (DESIGN.md, "Policies") and their names in peltd.conf, plans and output. */
+/* The policies (peltd(8), "PLACEMENT POLICIES") and their names in peltd.conf, plans and output. */
 
 typedef enum Policy {
         POLICY_INVALID = -1,

@@ -8,7 +8,7 @@
 /*
  * Reads the topology under root (its sys/devices/system/cpu, sys/devices/system/node, and
  * proc/cpuinfo as a last resort). Returns -ENODEV when no online CPU can be found, -ENOMEM, or the
- * error of a read that makes the rest meaningless; odd or missing files fall back as DESIGN.md says
+ * error of a read that makes the rest meaningless; odd or missing files fall back as the README's "Topology" section says
  * (logged at debug).
  */
 int topology_load(const RootDir *root, Topology **ret);
