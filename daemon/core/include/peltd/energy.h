@@ -10,7 +10,7 @@
 #include "peltd/topology.h"
 
 /*
- * The energy estimate of a placement (README, "Energy").
+ * The energy estimate of a placement (README, "Policies").
  *
  * A placement is turned into util per CPU (energy_spread(), once per group), and the per-CPU util
  * into an energy figure (energy_estimate()): by the kernel's Energy Model where one was read from
