@@ -225,7 +225,7 @@ static bool judge_affinity(Manager *m, ManagedGroup *g) {
 void manager_owned_by_affinity(ManagedGroup *g, pid_t tid, const CpuMask *affinity) {
         char a[128], b[128];
 
-        if (g->owned_why != OWNED_NOT)
+        if (g->owner != OWNER_NONE)
                 return;
         set_owned(g, OWNED_AFFINITY, "its threads pin themselves narrower than its cpuset (thread %d on CPUs %s of %s)",
                   (int) tid, fmt_cpus(affinity, a, sizeof a), fmt_cpus(&g->cpus, b, sizeof b));
@@ -241,13 +241,12 @@ void manager_judge_owner(Manager *m, ManagedGroup *g) {
                 log_info("%s: %s; TakeOver=yes: placing it.", g->path, g->owner_reason);
                 clear_owned(g);
         }
-        if (g->owned_why == OWNED_NOT)
+        if (g->owner == OWNER_NONE)
                 (void) judge_affinity(m, g);
-        g->affinity_checked = g->owned_why != OWNED_NOT;
 }
 
 bool manager_owner_before_narrowing(Manager *m, ManagedGroup *g, const CpuMask *cpus) {
-        if (g->owned_why != OWNED_NOT)
+        if (g->owner != OWNER_NONE)
                 return true;
         if (cpumask_subset(&g->cpus, cpus))
                 return false; /* nothing taken from it */

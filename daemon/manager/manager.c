@@ -509,7 +509,7 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
  * that takes CPUs from it, by its threads' own affinity. Said once, with why.
  */
 static bool owned_elsewhere(Manager *m, ManagedGroup *g, const PolicyResult *res) {
-        if (res->managed ? !manager_owner_before_narrowing(m, g, &res->cpus) : g->owned_why == OWNED_NOT)
+        if (res->managed ? !manager_owner_before_narrowing(m, g, &res->cpus) : g->owner == OWNER_NONE)
                 return false;
         memcpy(g->reason, g->owner_reason, sizeof g->reason);
         if (!g->last_intent || !streq(g->last_intent, g->owner_reason)) {
@@ -562,7 +562,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         memcpy(g->reason, res->reason, sizeof g->reason);
                         if (g->shares_put_back > 0 && res->shares == a->pg[i].shares)
                                 g->shares_put_back = 0; /* back where it was */
-                        if (!res->managed && g->owned_why == OWNED_NOT) {
+                        if (!res->managed && g->owner == OWNER_NONE) {
                                 /* Its first second ("learning its load") changes every round and says nothing new. */
                                 if (res->learning)
                                         log_debug("%s: %s", g->path, res->reason);
