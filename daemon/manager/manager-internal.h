@@ -91,8 +91,7 @@ typedef struct ManagedGroup {
         uint64_t applied_shares;     /* 0: shares not set */
         PlacedFile *placed;
         size_t n_placed;
-        bool drift;                  /* someone else wrote a placed file: place the plan again this round */
-        bool drift_said;             /* this episode is logged */
+        bool drift;                  /* place the plan again this round, though it holds (no longer set: peltd yields) */
 
         /* The last plan, for ListGroups and GetGroup. */
         bool planned;
@@ -230,9 +229,10 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n);
  * Reads what a group's plan starts from. A group whose information is not valid (new, or after a
  * change of topology) gets its cpuset.cpus, its parent's and its cpuset.mems read; at task rounds
  * (task_round) every other group its cpuset.cpus and its parent's again, and the files peltd
- * placed are checked for drift: a value someone else wrote becomes the file's recorded original
- * (in memory: saved with the round's records), and the group is placed again (logged once an
- * episode). A group whose cpuset is unreadable is left with info_valid false.
+ * placed are checked for drift: a value someone else wrote is theirs, and peltd yields the group
+ * (manager_yield(); the state file saved without that file's record before this returns). A group
+ * seen for the first time, or after a reload, has its owner judged (manager_judge_owner()). A
+ * group whose cpuset is unreadable is left with info_valid false.
  */
 void manager_read_groups(Manager *m, bool task_round);
 
