@@ -145,10 +145,12 @@ static int read_placed(Manager *m, const ManagedGroup *g, const PlacedFile *f, c
  * The drift check: the files peltd placed for g, read again. One that holds someone else's value
  * is theirs, and peltd yields the group (manager_yield()); what the kernel does is not someone
  * else's write (v1 drops a CPU going offline from every cpuset: peltd's value less offline CPUs).
- * Files no longer recorded are forgotten, those gone are dropped from the records too.
+ * Files no longer recorded are forgotten, those gone are dropped from the records too. Returns
+ * whether peltd yielded a file.
  */
-static void check_drift(Manager *m, ManagedGroup *g) {
+static bool check_drift(Manager *m, ManagedGroup *g) {
         size_t j = 0;
+        bool yielded = false;
 
         for (size_t i = 0; i < g->n_placed; i++) {
                 PlacedFile *f = &g->placed[i];
@@ -179,17 +181,19 @@ static void check_drift(Manager *m, ManagedGroup *g) {
                 }
                 manager_yield(m, g, f, cur, written);
                 free(f->group);
+                yielded = true;
         }
         g->n_placed = j;
+        return yielded;
 }
 
-/* A task round: the group's cpuset and its parent's read again, and what peltd placed checked. */
-static void refresh_group(Manager *m, ManagedGroup *g, ParentCpus *pc) {
+/* A task round: the group's cpuset and its parent's read again, and what peltd placed checked; whether it yielded. */
+static bool refresh_group(Manager *m, ManagedGroup *g, ParentCpus *pc) {
         if (read_cpus(m, g) < 0 || read_allowed(m, g, pc) < 0) {
                 g->info_valid = false;
-                return;
+                return false;
         }
-        check_drift(m, g);
+        return check_drift(m, g);
 }
 
 /* Whether what a group's plan starts from differs from before: its sets and whether it has them. */
@@ -201,6 +205,7 @@ static bool info_differs(const ManagedGroup *a, const ManagedGroup *b) {
 
 void manager_read_groups(Manager *m, bool task_round) {
         ParentCpus pc = {};
+        bool yielded = false;
 
         for (size_t i = 0; i < m->n_groups; i++) {
                 ManagedGroup *g = &m->groups[i];
@@ -211,15 +216,16 @@ void manager_read_groups(Manager *m, bool task_round) {
                 before = *g;
                 if (!g->info_valid)
                         read_group_info(m, g, &pc);
-                else
-                        refresh_group(m, g, &pc);
+                else if (refresh_group(m, g, &pc))
+                        yielded = true;
                 /* The planner is left out while its inputs stay as they were: count a change. */
                 if (info_differs(&before, g))
                         g->info_gen++;
         }
         free(pc.path);
         /* Yielded files' records are gone from the state file now, not at the next change. */
-        manager_owners_commit(m);
+        if (yielded)
+                manager_owners_commit(m);
 }
 
 /* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */

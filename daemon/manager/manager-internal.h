@@ -291,7 +291,7 @@ void manager_owned_by_affinity(ManagedGroup *g, pid_t tid, const CpuMask *affini
  */
 void manager_yield(Manager *m, ManagedGroup *g, const PlacedFile *f, const char *cur, const char *written);
 
-/* Saves the state file without the records of yielded files, when there are such changes. */
+/* Saves the state file without the records of files just yielded (and whatever else changed in memory). */
 void manager_owners_commit(Manager *m);
 
 /*
