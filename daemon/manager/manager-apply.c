@@ -187,6 +187,8 @@ static int prepare(Manager *m, Pending *p) {
         bool cpus_differ;
         int r;
 
+        if (g->owner != OWNER_NONE)
+                return 0; /* owned elsewhere: never written (manager-owners.c) */
         cpus_differ = !cpumask_equal(&res->cpus, &g->cpus);
         /* cur_shares is what the file reads (v2: a weight, as shares), so compare it with what a write gives. */
         p->shares_differ = res->shares_set &&

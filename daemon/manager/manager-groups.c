@@ -64,38 +64,6 @@ static ManagedGroup *group_of_path(Manager *m, const char *path) {
         }
 }
 
-static int read_mask(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
-        _cleanup_free_ char *path = cgroup_file_path(group, file);
-
-        if (!path)
-                return -ENOMEM;
-        return rootdir_read_cpulist(root, path, ret);
-}
-
-/*
- * v2: a group whose parent does not pass the cpuset controller on has no cpuset files (peltd enables
- * it when it places the group); it runs on the effective set of its nearest ancestor that has one.
- */
-static int read_effective(const RootDir *root, const char *group, const char *file, CpuMask *ret) {
-        _cleanup_free_ char *g = strdup(group);
-        int r;
-
-        if (!g)
-                return -ENOMEM;
-        for (;;) {
-                char *p;
-
-                r = read_mask(root, g, file, ret);
-                if (r != -ENOENT || streq(g, "/"))
-                        return r;
-                p = cgroup_parent_path(g);
-                if (!p)
-                        return -ENOMEM;
-                free(g);
-                g = p;
-        }
-}
-
 /* The last parent cpuset read: siblings, next to each other in path order, share it. */
 typedef struct ParentCpus {
         char *path;
@@ -111,9 +79,9 @@ static int read_cpus(Manager *m, ManagedGroup *g) {
 
         if (!root)
                 return -ENOENT;
-        r = read_mask(root, g->path, "cpuset.cpus", &g->cpus);
+        r = cpuset_read(root, g->path, "cpuset.cpus", &g->cpus);
         if (v2 && (r == -ENOENT || (r >= 0 && cpumask_empty(&g->cpus))))
-                r = read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus);
+                r = cpuset_read_effective(root, g->path, "cpuset.cpus.effective", &g->cpus);
         if (r < 0)
                 log_debug_errno(r, "Failed to read the cpuset of %s: %m", g->path);
         return r;
@@ -128,9 +96,9 @@ static int read_allowed(Manager *m, ManagedGroup *g, ParentCpus *pc) {
                 return -ENOMEM;
         if (!pc->path || !streq(pc->path, parent)) {
                 if (m->fs->mode == CGROUP_MODE_V2)
-                        pc->r = read_effective(root, parent, "cpuset.cpus.effective", &pc->cpus);
+                        pc->r = cpuset_read_effective(root, parent, "cpuset.cpus.effective", &pc->cpus);
                 else
-                        pc->r = read_mask(root, parent, "cpuset.cpus", &pc->cpus);
+                        pc->r = cpuset_read(root, parent, "cpuset.cpus", &pc->cpus);
                 free(pc->path);
                 pc->path = TAKE_PTR(parent);
         }
@@ -151,13 +119,14 @@ static void read_group_info(Manager *m, ManagedGroup *g, ParentCpus *pc) {
         if (read_cpus(m, g) < 0 || read_allowed(m, g, pc) < 0)
                 return;
         if (v2)
-                r = read_effective(root, g->path, "cpuset.mems.effective", &mems);
+                r = cpuset_read_effective(root, g->path, "cpuset.mems.effective", &mems);
         else
-                r = read_mask(root, g->path, "cpuset.mems", &mems);
+                r = cpuset_read(root, g->path, "cpuset.mems", &mems);
         g->has_mems = r >= 0 && !cpumask_empty(&mems);
         if (g->has_mems)
                 g->mems = mems;
         g->info_valid = true;
+        manager_judge_owner(m, g);
 }
 
 /* What a placed file holds now; a v1 group's own cpuset was read just before, into g->cpus. */
@@ -174,13 +143,14 @@ static int read_placed(Manager *m, const ManagedGroup *g, const PlacedFile *f, c
 
 /*
  * The drift check: the files peltd placed for g, read again. One that holds someone else's value
- * takes it as its original (what a stop puts back), and the group is placed again this round;
- * said once an episode (until a check finds every file as peltd left it). Files no longer
- * recorded are forgotten, those gone are dropped from the records too.
+ * is theirs, and peltd yields the group (manager_yield()); what the kernel does is not someone
+ * else's write (v1 drops a CPU going offline from every cpuset: peltd's value less offline CPUs).
+ * Files no longer recorded are forgotten, those gone are dropped from the records too. Returns
+ * whether peltd yielded a file.
  */
-static void check_drift(Manager *m, ManagedGroup *g) {
+static bool check_drift(Manager *m, ManagedGroup *g) {
         size_t j = 0;
-        bool drift = false;
+        bool yielded = false;
 
         for (size_t i = 0; i < g->n_placed; i++) {
                 PlacedFile *f = &g->placed[i];
@@ -199,33 +169,31 @@ static void check_drift(Manager *m, ManagedGroup *g) {
                         free(f->group);
                         continue;
                 }
-                g->placed[j++] = *f;
-                if (r < 0 || cg_holds_written(e->file, cur, e->written, &m->topology->online, true))
-                        continue;
-                written = strdup(e->written);
-                r = written ? originals_set_original(m->originals, f->hierarchy, f->group, f->file, cur) : -ENOMEM;
-                if (r < 0) {
-                        log_oom();
+                if (r < 0 || cg_holds_written(e->file, cur, e->written, &m->topology->online, true)) {
+                        g->placed[j++] = *f;
                         continue;
                 }
-                if (!drift && !g->drift_said)
-                        log_notice("%s of %s was changed by someone else (\"%s\", peltd wrote \"%s\"): that is its original "
-                                   "now, and %s is placed again.", f->file, f->group, cur, written, g->path);
-                drift = true;
+                written = strdup(e->written);
+                if (!written) {
+                        log_oom();
+                        g->placed[j++] = *f;
+                        continue;
+                }
+                manager_yield(m, g, f, cur, written);
+                free(f->group);
+                yielded = true;
         }
         g->n_placed = j;
-        if (drift)
-                g->drift = true;
-        g->drift_said = drift;
+        return yielded;
 }
 
-/* A task round: the group's cpuset and its parent's read again, and what peltd placed checked. */
-static void refresh_group(Manager *m, ManagedGroup *g, ParentCpus *pc) {
+/* A task round: the group's cpuset and its parent's read again, and what peltd placed checked; whether it yielded. */
+static bool refresh_group(Manager *m, ManagedGroup *g, ParentCpus *pc) {
         if (read_cpus(m, g) < 0 || read_allowed(m, g, pc) < 0) {
                 g->info_valid = false;
-                return;
+                return false;
         }
-        check_drift(m, g);
+        return check_drift(m, g);
 }
 
 /* Whether what a group's plan starts from differs from before: its sets and whether it has them. */
@@ -237,6 +205,7 @@ static bool info_differs(const ManagedGroup *a, const ManagedGroup *b) {
 
 void manager_read_groups(Manager *m, bool task_round) {
         ParentCpus pc = {};
+        bool yielded = false;
 
         for (size_t i = 0; i < m->n_groups; i++) {
                 ManagedGroup *g = &m->groups[i];
@@ -247,13 +216,16 @@ void manager_read_groups(Manager *m, bool task_round) {
                 before = *g;
                 if (!g->info_valid)
                         read_group_info(m, g, &pc);
-                else
-                        refresh_group(m, g, &pc);
+                else if (refresh_group(m, g, &pc))
+                        yielded = true;
                 /* The planner is left out while its inputs stay as they were: count a change. */
                 if (info_differs(&before, g))
                         g->info_gen++;
         }
         free(pc.path);
+        /* Yielded files' records are gone from the state file now, not at the next change. */
+        if (yielded)
+                manager_owners_commit(m);
 }
 
 /* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
@@ -418,7 +390,7 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
                         nh[k] = m->histories[i];
                         ng[k] = m->groups[i++];
                 } else {
-                        ng[k] = (ManagedGroup){ .path = strdup(sg[j].path), .id = sg[j].id };
+                        ng[k] = (ManagedGroup){ .path = strdup(sg[j].path), .id = sg[j].id, .judge_owner = true };
                         if (!ng[k].path) {
                                 for (size_t x = 0; x < k; x++)
                                         managed_group_done(&ng[x]);
@@ -442,37 +414,6 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
         m->n_groups = k;
         say_groups(m);
         return 0;
-}
-
-bool manager_thread_pinned(Manager *m, const ManagedGroup *g, const char *cgroup, const CpuMask *affinity,
-                           ThreadCpuset *cache) {
-        CpuMask a, in = g->cpus;
-
-        /*
-         * A thread in a group below the managed one runs inside that group's cpuset: its affinity is
-         * that set (or narrower, if it pinned itself). The last group read is kept: a group's
-         * threads come one after another.
-         */
-        if (cgroup && !streq(cgroup, g->path)) {
-                if (!cache->path || !streq(cache->path, cgroup)) {
-                        RootDir *root = cgroup_fs_cpuset_root(m->fs);
-
-                        free(cache->path);
-                        cache->path = strdup(cgroup);
-                        if (!cache->path)
-                                return false;
-                        cache->r = !root ? -ENOENT
-                                : m->fs->mode == CGROUP_MODE_V2
-                                ? read_effective(root, cgroup, "cpuset.cpus.effective", &cache->cpus)
-                                : read_mask(root, cgroup, "cpuset.cpus", &cache->cpus);
-                }
-                if (cache->r < 0)
-                        return false; /* its cpuset unreadable (gone meanwhile): nothing to judge by */
-                in = cache->cpus;
-        }
-        cpumask_and(&a, affinity, &m->topology->online);
-        cpumask_and(&in, &in, &m->topology->online);
-        return !cpumask_empty(&a) && cpumask_subset(&a, &in) && !cpumask_equal(&a, &in);
 }
 
 /* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
@@ -520,8 +461,10 @@ void manager_collect_threads(Manager *m) {
                         cpumask_zero(&a);
                         if (sched_getaffinity(t[i].tid, sizeof a.bits, (cpu_set_t *) a.bits) < 0)
                                 continue;
-                        if (manager_thread_pinned(m, g, t[i].cgroup, &a, &cache))
+                        if (manager_thread_pinned(m, g, t[i].cgroup, &a, &cache)) {
                                 g->pinned_narrower = true;
+                                manager_owned_by_affinity(g, t[i].tid, &a);
+                        }
                 }
         }
         free(cache.path);

@@ -11,6 +11,8 @@
  *   manager.c         the Manager's lifecycle, its event sources (timers, signals, hotplug), its
  *                     rounds, its runtime settings, and what it tells its hooks
  *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
+ *   manager-owners.c  sharing the node: which groups are owned elsewhere, and why (manager-groups.c
+ *                     and manager.c call it; it calls neither)
  *   manager-apply.c   applying a group's plan and the change log with its journal fields; restoring
  *   manager-held.c    CPUs held by partitions and exclusive cpusets, and the union of every owner's
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
@@ -21,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
@@ -39,6 +42,15 @@
 #include "peltd/subtree-lock.h"
 #include "peltd/time-util.h"
 #include "peltd/topology.h"
+
+/* Why peltd judged a group owned elsewhere (manager-owners.c). */
+typedef enum OwnedWhy {
+        OWNED_NOT,                   /* it did not: peltd places it */
+        OWNED_BEFORE,                /* its cpuset (or a descendant's) was set narrower before peltd saw it */
+        OWNED_WRITTEN,               /* someone else wrote a file peltd placed: yielded until made again or a reload */
+        OWNED_AFFINITY,              /* its threads pin themselves narrower than their cpuset */
+        OWNED_KUBELET,               /* under kubepods while kubelet's CPU manager places it (manager-kubelet.c) */
+} OwnedWhy;
 
 /* A file peltd wrote for a group (its own, a descendant's), that it has a record of. */
 typedef struct PlacedFile {
@@ -82,8 +94,7 @@ typedef struct ManagedGroup {
         uint64_t applied_shares;     /* 0: shares not set */
         PlacedFile *placed;
         size_t n_placed;
-        bool drift;                  /* someone else wrote a placed file: place the plan again this round */
-        bool drift_said;             /* this episode is logged */
+        bool drift;                  /* place the plan again this round, though it holds (no longer set: peltd yields) */
 
         /* The last plan, for ListGroups and GetGroup. */
         bool planned;
@@ -100,6 +111,8 @@ typedef struct ManagedGroup {
         GroupOwner owner;
         char owner_reason[POLICY_REASON_MAX];
         uint64_t foreign_writes;     /* writes by others to files peltd placed, each one yielded */
+        OwnedWhy owned_why;          /* why owner is not OWNER_NONE, as judged here */
+        bool judge_owner;            /* new, or after a reload: whether its cpuset was set before peltd is judged at its next read */
         uint64_t pressure_usec;      /* v2: cpu.pressure's some total; v1: its threads' run_delay sum */
 } ManagedGroup;
 
@@ -223,14 +236,28 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n);
  * Reads what a group's plan starts from. A group whose information is not valid (new, or after a
  * change of topology) gets its cpuset.cpus, its parent's and its cpuset.mems read; at task rounds
  * (task_round) every other group its cpuset.cpus and its parent's again, and the files peltd
- * placed are checked for drift: a value someone else wrote becomes the file's recorded original
- * (in memory: saved with the round's records), and the group is placed again (logged once an
- * episode). A group whose cpuset is unreadable is left with info_valid false.
+ * placed are checked for drift: a value someone else wrote is theirs, and peltd yields the group
+ * (manager_yield(); the state file saved without that file's record before this returns). A group
+ * seen for the first time, or after a reload, has its owner judged (manager_judge_owner()). A
+ * group whose cpuset is unreadable is left with info_valid false.
  */
 void manager_read_groups(Manager *m, bool task_round);
 
 /* What a group's threads say: how many, the biggest, how long they run per timeslice, pinning. */
 void manager_collect_threads(Manager *m);
+
+/* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
+void manager_resolve_target(Manager *m, ManagedGroup *g);
+
+/* manager-owners.c */
+
+/* A cpuset file of a group (cpuset.cpus, cpuset.mems, ...) in hierarchy root. */
+int cpuset_read(const RootDir *root, const char *group, const char *file, CpuMask *ret);
+/*
+ * v2: a group whose parent does not pass the cpuset controller on has no cpuset files; it runs on
+ * the effective set of its nearest ancestor that has one: that one's file.
+ */
+int cpuset_read_effective(const RootDir *root, const char *group, const char *file, CpuMask *ret);
 
 /* The cpuset of the last group a thread was seen in (path NULL: none read yet). */
 typedef struct ThreadCpuset {
@@ -247,8 +274,46 @@ typedef struct ThreadCpuset {
 bool manager_thread_pinned(Manager *m, const ManagedGroup *g, const char *cgroup, const CpuMask *affinity,
                            ThreadCpuset *cache);
 
-/* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
-void manager_resolve_target(Manager *m, ManagedGroup *g);
+/*
+ * A group seen for the first time (or again after a reload), its cpusets just read: whether its
+ * cpuset, or a descendant's, was set narrower than its parent's by someone else before peltd (no
+ * record of peltd's for it; TakeOver=yes places it anyway), and whether its threads pin themselves
+ * narrower than their cpuset. Sets g->owner, owned_why and owner_reason.
+ */
+void manager_judge_owner(Manager *m, ManagedGroup *g);
+
+/*
+ * Before a plan narrows g (takes CPUs from it): whether its threads pin themselves narrower than
+ * their cpuset, which makes it owned elsewhere (OWNER_AFFINITY). Returns whether g is owned elsewhere.
+ */
+bool manager_owner_before_narrowing(Manager *m, ManagedGroup *g, const CpuMask *cpus);
+
+/* The threads of g pin themselves (found by the thread rounds): owned elsewhere, by them. */
+void manager_owned_by_affinity(ManagedGroup *g, pid_t tid, const CpuMask *affinity);
+
+/*
+ * Someone else wrote f, a file peltd placed for g (cur; peltd wrote written): it is theirs. The
+ * file's record is dropped (saved by manager_owners_commit()), the write counted and logged, and
+ * peltd writes g's files no more until the group is made again or peltd reloads.
+ */
+void manager_yield(Manager *m, ManagedGroup *g, const PlacedFile *f, const char *cur, const char *written);
+
+/* Saves the state file without the records of files just yielded (and whatever else changed in memory). */
+void manager_owners_commit(Manager *m);
+
+/*
+ * A reload: groups yielded after a foreign write are taken back (placed again like new ones, their
+ * files' values now their originals), and every other group's ownership is judged again at its next read.
+ */
+void manager_owners_reload(Manager *m);
+
+/*
+ * The counts of groups owned elsewhere, by owner, for the log: ", M owned elsewhere: kubelet K,
+ * other O" (owners with a count only), or "" when none is. Returns buf.
+ */
+const char *manager_fmt_owned(const Manager *m, char *buf, size_t size);
+/* Says how many groups are managed and owned elsewhere, when the counts changed since the log last said them. */
+void manager_say_owners(Manager *m);
 
 /* manager-held.c */
 
@@ -317,7 +382,8 @@ void manager_kubelet_free(Manager *m);
 GroupOwner manager_kubelet_owner(const Manager *m, const char *path, char *reason, size_t size);
 
 /*
- * A group's planner input as kubelet has it: owner OWNER_KUBELET for its groups (never applied;
- * the change said once), and the held CPUs out of every other group's allowed CPUs.
+ * Before a group is planned: owner OWNER_KUBELET (owned_why OWNED_KUBELET) for a group kubelet's
+ * CPU manager places (never applied; the change said once), given back when it no longer does. A
+ * group owned elsewhere for another reason keeps that judgement.
  */
-void manager_kubelet_plan_input(Manager *m, ManagedGroup *g, PolicyGroup *p);
+void manager_kubelet_judge(Manager *m, ManagedGroup *g);

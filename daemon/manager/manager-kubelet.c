@@ -191,22 +191,24 @@ GroupOwner manager_kubelet_owner(const Manager *m, const char *path, char *reaso
         return OWNER_KUBELET;
 }
 
-void manager_kubelet_plan_input(Manager *m, ManagedGroup *g, PolicyGroup *p) {
+void manager_kubelet_judge(Manager *m, ManagedGroup *g) {
         char reason[POLICY_REASON_MAX];
         GroupOwner o = manager_kubelet_owner(m, g->path, reason, sizeof reason);
 
+        /* Owned elsewhere for another reason (set before peltd, written, pinned): that judgement stands. */
+        if (g->owned_why != OWNED_NOT && g->owned_why != OWNED_KUBELET)
+                return;
         if (o == OWNER_KUBELET) {
-                p->owner = OWNER_KUBELET;
-                if (g->owner != OWNER_KUBELET || !streq(g->owner_reason, reason))
-                        log_info("Leaving %s alone: %s.", g->path, reason);
+                /* Said as every group owned elsewhere is, when it is left alone ("Leaving ... alone"). */
                 g->owner = OWNER_KUBELET;
+                g->owned_why = OWNED_KUBELET;
                 memcpy(g->owner_reason, reason, sizeof g->owner_reason);
                 return;
         }
-        if (g->owner == OWNER_KUBELET) {
+        if (g->owned_why == OWNED_KUBELET) {
                 log_info("%s is peltd's to place again: kubelet's CPU manager no longer places it.", g->path);
                 g->owner = OWNER_NONE;
+                g->owned_why = OWNED_NOT;
                 g->owner_reason[0] = '\0';
         }
-        /* The CPUs others hold are in no set peltd writes: the planner's (PolicyParams.held). */
 }

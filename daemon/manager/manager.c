@@ -266,13 +266,14 @@ typedef struct PlanKey {
         const GroupConfig *config;
         unsigned nr_threads, info_gen;
         bool pinned_narrower;
+        GroupOwner owner;
 } PlanKey;
 
 static bool plan_key_equal(const PlanKey *a, const PlanKey *b) {
         return a->util == b->util && a->runnable == b->runnable && a->load == b->load &&
                a->max_task_util == b->max_task_util && a->avg_slice_usec == b->avg_slice_usec && a->shares == b->shares &&
                a->override_shares == b->override_shares && a->config == b->config && a->nr_threads == b->nr_threads &&
-               a->info_gen == b->info_gen && a->pinned_narrower == b->pinned_narrower;
+               a->info_gen == b->info_gen && a->pinned_narrower == b->pinned_narrower && a->owner == b->owner;
 }
 
 static bool plan_result_equal(const PolicyResult *a, const PolicyResult *b) {
@@ -375,6 +376,7 @@ static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
 
                 if (!g->info_valid)
                         continue; /* its cpuset is unreadable: nothing sensible to do this round */
+                manager_kubelet_judge(m, g);
                 *p = (PolicyGroup){
                         .path = g->path,
                         .util = (double) sg[i].v.util_avg,
@@ -390,12 +392,14 @@ static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
                         .mems = g->mems,
                         .has_mems = g->has_mems,
                         .pinned_narrower = g->pinned_narrower,
+                        .owner = g->owner,
                         .config = config_find_group(m->config, g->path),
                 };
                 a->keys[k] = (PlanKey){
                         .util = p->util, .runnable = p->runnable, .load = p->load, .max_task_util = p->max_task_util,
                         .avg_slice_usec = p->avg_slice_usec, .shares = p->shares, .config = p->config,
                         .nr_threads = p->nr_threads, .info_gen = g->info_gen, .pinned_narrower = p->pinned_narrower,
+                        .owner = p->owner,
                 };
                 /* SetGroupShares wins over Shares=; taken back with no Shares=, the original goes back once. */
                 rt = runtime_shares(m, g->path);
@@ -407,7 +411,6 @@ static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
                         a->keys[k].override_shares = a->override[k].shares;
                         p->config = &a->override[k];
                 }
-                manager_kubelet_plan_input(m, g, p);
                 a->owner[k] = g;
                 k++;
         }
@@ -505,6 +508,24 @@ void manager_apply_groups(Manager *m, ManagedGroup *const *groups, const PolicyR
                 placement_changed(m, &changes[i]);
 }
 
+/*
+ * Whether a planned group is left alone because it is owned elsewhere (the planner leaves such
+ * groups alone too; this holds whatever it plans): as judged before, or found now, before a plan
+ * that takes CPUs from it, by its threads' own affinity. Said once, with why.
+ */
+static bool owned_elsewhere(Manager *m, ManagedGroup *g, const PolicyResult *res) {
+        if (res->managed ? !manager_owner_before_narrowing(m, g, &res->cpus) : g->owner == OWNER_NONE)
+                return false;
+        memcpy(g->reason, g->owner_reason, sizeof g->reason);
+        if (!g->last_intent || !streq(g->last_intent, g->owner_reason)) {
+                log_info("Leaving %s alone: owned elsewhere (%s): %s.", g->path, group_owner_to_string(g->owner),
+                         g->owner_reason);
+                free(g->last_intent);
+                g->last_intent = strdup(g->owner_reason);
+        }
+        return true;
+}
+
 static int plan_and_apply(Manager *m, bool task_round) {
         Planning *a;
         SampledGroup *sg = NULL;
@@ -546,7 +567,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                         memcpy(g->reason, res->reason, sizeof g->reason);
                         if (g->shares_put_back > 0 && res->shares == a->pg[i].shares)
                                 g->shares_put_back = 0; /* back where it was */
-                        if (!res->managed) {
+                        if (!res->managed && g->owner == OWNER_NONE) {
                                 /* Its first second ("learning its load") changes every round and says nothing new. */
                                 if (res->learning)
                                         log_debug("%s: %s", g->path, res->reason);
@@ -557,7 +578,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                                 }
                         }
                 }
-                if (!res->managed || a->pg[i].owner == OWNER_KUBELET)
+                if (owned_elsewhere(m, g, res) || !res->managed)
                         continue;
                 /* The placed ones are applied together, with one save of the state file. */
                 a->apply_groups[n_apply] = g;
@@ -565,6 +586,7 @@ static int plan_and_apply(Manager *m, bool task_round) {
                 a->apply_shares[n_apply++] = a->pg[i].shares;
         }
         manager_apply_groups(m, a->apply_groups, a->apply_res, a->apply_shares, n_apply);
+        manager_say_owners(m);
         return 0;
 }
 
@@ -889,6 +911,9 @@ static int reload(Manager *m, char **ret_message) {
         sampling_set_config(m->sampling, m->config);
         put_back_dropped_shares(m, old);
         config_free(old);
+        /* Ownership judged again: yielded groups taken back, the others' cpusets looked at afresh. */
+        manager_owners_reload(m);
+        planning_invalidate(m);
 
         settings_changed(m);
         r = manager_kubelet_load(m);
@@ -1119,10 +1144,17 @@ static void read_watchdog(Manager *m) {
 static int sync_baseline_groups(Manager *m) {
         SampledGroup *sg = NULL;
         size_t n = sampling_groups(m->sampling, &sg);
+        int r;
 
         if (!sg)
                 return -ENOMEM;
-        return manager_sync_groups(m, sg, n);
+        r = manager_sync_groups(m, sg, n);
+        if (r < 0)
+                return r;
+        /* Their cpusets read, and who owns them judged: the start line says how many are owned elsewhere. */
+        manager_read_groups(m, false);
+        manager_say_owners(m);
+        return 0;
 }
 
 int manager_new(const Args *args, Manager **ret) {
@@ -1175,14 +1207,16 @@ int manager_new(const Args *args, Manager **ret) {
 }
 
 int manager_run(Manager *m) {
-        char b[128];
+        char b[128], owned[256];
         int r, exit_code = 0;
 
-        log_info("peltd running: policy %s%s, %s, cgroup %s, online CPUs %s, %zu group%s managed, groups every %" PRIu64
+        manager_fmt_owned(m, owned, sizeof owned);
+        log_info("peltd running: policy %s%s, %s, cgroup %s, online CPUs %s, %zu group%s managed%s%s groups every %" PRIu64
                  " ms, threads %s.",
                  policy_to_string(m->policy), m->dry_run ? " (dry run)" : "", m->config->cgroup_root,
                  cgroup_mode_to_string(m->fs->mode), fmt_cpus(&m->topology->online, b, sizeof b), m->n_groups,
-                 m->n_groups == 1 ? "" : "s", m->config->sample_interval_usec / USEC_PER_MSEC,
+                 m->n_groups == 1 ? "" : "s", owned, owned[0] ? ";" : ",",
+                 m->config->sample_interval_usec / USEC_PER_MSEC,
                  m->task_tracking ? "tracked" : "not tracked");
         m->running = true;
         m->n_groups_said = m->n_groups;

@@ -89,7 +89,8 @@ fi
 
 # ---- performance gives both every CPU; Shares= reaches cpu.shares ----------------------------
 echo 0 > "$cpuset_root/$id/light/cpuset.cpus"
-write_config performance "[Group /$id/light]" "Shares=2048"
+# light set to 0 before peltd is the operator's: TakeOver=yes places it all the same.
+write_config performance "[Group /$id/light]" "Shares=2048" "TakeOver=yes"
 start_daemon
 want_shares=2048
 [[ $mode == v2 ]] && want_shares=200
