@@ -35,6 +35,8 @@ int manager_restore_all(Manager *m, const char *why) {
 
         if (m->originals->n_entries == 0)
                 return 0;
+        /* A group renamed since the last task round is put back where it is now. */
+        manager_follow_renames(m);
         log_info("Restoring %zu recorded original values (%s)%s.", m->originals->n_entries, why,
                  m->dry_run ? "; dry run: only saying what would be restored" : "");
         /* Only what lies under CgroupRoot=: an entry for any other group is refused (and kept). */

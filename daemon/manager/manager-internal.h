@@ -12,6 +12,7 @@
  *                     rounds, its runtime settings, and what it tells its hooks
  *   manager-groups.c  per-group acquisition: the managed list, cpusets, threads, how a group is written
  *   manager-apply.c   applying a group's plan and the change log with its journal fields; restoring
+ *   manager-rename.c  renamed groups: their directories followed, their records moved with them
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
  */
@@ -45,10 +46,26 @@ typedef struct PlacedFile {
         char *group;                 /* the group, a descendant, or a systemd unit */
 } PlacedFile;
 
+/* The hierarchies a group's directory is noted in, to follow it through a rename (manager-rename.c). */
+typedef enum GroupHierarchy {
+        GROUP_HIER_CPUSET,           /* v1 */
+        GROUP_HIER_CPU,              /* v1 */
+        GROUP_HIER_CPUACCT,          /* v1: where the groups are found */
+        GROUP_HIER_UNIFIED,          /* v2 */
+        _GROUP_HIER_MAX,
+} GroupHierarchy;
+
+/* A group's directory in one hierarchy: its inode, and the path its records of that hierarchy are at. */
+typedef struct GroupDir {
+        uint64_t ino;                /* 0: not known (not there when looked for, or gone) */
+        char *path;                  /* the group's path, or where a rename took that directory */
+} GroupDir;
+
 /* What the daemon keeps about one managed group between rounds. */
 typedef struct ManagedGroup {
         char *path;
         uint64_t id;                 /* the sampler's: another id at the same path is a new directory */
+        GroupDir dirs[_GROUP_HIER_MAX]; /* its directory in each hierarchy (manager-rename.c) */
 
         /* Read at task rounds and after each change. */
         bool info_valid;
@@ -243,6 +260,29 @@ bool manager_thread_pinned(Manager *m, const ManagedGroup *g, const char *cgroup
 
 /* Whether the group's cpuset is written through systemd (Backend=, DESIGN.md "cgroups"). */
 void manager_resolve_target(Manager *m, ManagedGroup *g);
+
+/* manager-rename.c */
+
+void group_dirs_done(ManagedGroup *g);
+
+/* Notes the group's directory (its inode) in each hierarchy where it is not known yet. */
+void manager_note_dirs(Manager *m, ManagedGroup *g);
+
+/*
+ * Every managed group's directory looked for where its records are, in each hierarchy: one that a
+ * rename took elsewhere in its parent takes its records along (originals_rename(), in memory:
+ * saved with the round's commit) and the files the drift checks read. A few stat() calls a group.
+ */
+void manager_follow_renames(Manager *m);
+
+/*
+ * Whether fresh (a group just found at a new path) is gone (a managed group no longer at its path)
+ * renamed: the same directory in the hierarchy groups are found in. Then fresh takes over gone's
+ * state (placement, records, retry state) and history, keeping its own path and the sampler's id,
+ * and gone is left empty. Logged.
+ */
+bool manager_take_renamed(Manager *m, ManagedGroup *gone, PolicyHistory *gone_history, ManagedGroup *fresh,
+                          PolicyHistory *fresh_history);
 
 /* manager-apply.c */
 
