@@ -59,6 +59,7 @@ typedef enum GroupHierarchy {
 typedef struct GroupDir {
         uint64_t ino;                /* 0: not known (not there when looked for, or gone) */
         char *path;                  /* the group's path, or where a rename took that directory */
+        GroupHierarchy hierarchy;    /* for a descendant's (ManagedGroup.below) */
 } GroupDir;
 
 /* What the daemon keeps about one managed group between rounds. */
@@ -66,6 +67,8 @@ typedef struct ManagedGroup {
         char *path;
         uint64_t id;                 /* the sampler's: another id at the same path is a new directory */
         GroupDir dirs[_GROUP_HIER_MAX]; /* its directory in each hierarchy (manager-rename.c) */
+        GroupDir *below;             /* the directories of descendants it placed files of */
+        size_t n_below;
 
         /* Read at task rounds and after each change. */
         bool info_valid;
@@ -269,9 +272,10 @@ void group_dirs_done(ManagedGroup *g);
 void manager_note_dirs(Manager *m, ManagedGroup *g);
 
 /*
- * Every managed group's directory looked for where its records are, in each hierarchy: one that a
- * rename took elsewhere in its parent takes its records along (originals_rename(), in memory:
- * saved with the round's commit) and the files the drift checks read. A few stat() calls a group.
+ * Every managed group's directory looked for where its records are, in each hierarchy, and those of
+ * the descendants it placed files of: one that a rename took elsewhere in its parent takes its
+ * records along (originals_rename(), in memory: saved with the round's commit) and the files the
+ * drift checks read. A stat() a directory.
  */
 void manager_follow_renames(Manager *m);
 

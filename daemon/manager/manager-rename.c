@@ -66,6 +66,11 @@ void group_dirs_done(ManagedGroup *g) {
                 free(g->dirs[h].path);
                 g->dirs[h] = (GroupDir){};
         }
+        for (size_t i = 0; i < g->n_below; i++)
+                free(g->below[i].path);
+        free(g->below);
+        g->below = NULL;
+        g->n_below = 0;
 }
 
 /* Notes the group's directory in the hierarchies where it is not known yet (new, or not there before). */
@@ -118,42 +123,64 @@ static int find_renamed(const RootDir *r, const char *old, uint64_t ino, char **
         return -ENOENT;
 }
 
-/* The files peltd placed for g in hierarchy name, at or below from, now under to (in memory). */
-static void move_placed(ManagedGroup *g, const char *name, const char *from, const char *to) {
+/* path with its leading `from` replaced by `to` when it is at or below from, else NULL (and on ENOMEM). */
+static char *moved_path(const char *path, const char *from, const char *to) {
         size_t n = strlen(from);
+        char *p;
 
+        if (!strneq(path, from, n) || (path[n] && path[n] != '/'))
+                return NULL;
+        return asprintf(&p, "%s%s", to, path + n) < 0 ? NULL : p;
+}
+
+/* What g knows at or below from in hierarchy h, now under to (in memory): its placed files, its descendants' directories. */
+static void move_known(ManagedGroup *g, GroupHierarchy h, const char *from, const char *to) {
         for (size_t i = 0; i < g->n_placed; i++) {
                 PlacedFile *f = &g->placed[i];
                 char *p;
 
-                if (!streq(f->hierarchy, name) || !strneq(f->group, from, n) || (f->group[n] && f->group[n] != '/'))
-                        continue;
-                if (asprintf(&p, "%s%s", to, f->group + n) < 0)
-                        continue; /* not checked for drift there; its record moved all the same */
+                if (!streq(f->hierarchy, hierarchy_names[h]) || !(p = moved_path(f->group, from, to)))
+                        continue; /* elsewhere; or out of memory: not checked for drift there, its record moved all the same */
                 free(f->group);
                 f->group = p;
         }
+        for (size_t i = 0; i < g->n_below; i++) {
+                GroupDir *b = &g->below[i];
+                char *p;
+
+                if (b->hierarchy != h || !b->path || !(p = moved_path(b->path, from, to)))
+                        continue;
+                free(b->path);
+                b->path = p;
+        }
+}
+
+/* The records in hierarchy h at or below from follow a rename to `to`; 0, or < 0 (logged) when they cannot. */
+static int move_records(Manager *m, ManagedGroup *g, GroupHierarchy h, const char *from, const char *to) {
+        const char *name = hierarchy_names[h];
+        int r;
+
+        r = originals_rename(m->originals, name, from, to);
+        if (r < 0)
+                return log_warning_errno(r, "%s was renamed to %s in the %s hierarchy, and its recorded originals cannot follow it: %m",
+                                         from, to, name);
+        if (r > 0)
+                log_info("%s was renamed to %s in the %s hierarchy; its recorded originals follow it.", from, to, name);
+        else
+                log_debug("%s was renamed to %s in the %s hierarchy.", from, to, name);
+        move_known(g, h, from, to);
+        return 0;
 }
 
 /* The records of g's directory in hierarchy h follow it to `to`. */
 static void follow(Manager *m, ManagedGroup *g, GroupHierarchy h, char *to) {
         GroupDir *d = &g->dirs[h];
-        const char *name = hierarchy_names[h];
-        int r;
 
-        r = originals_rename(m->originals, name, d->path, to);
-        if (r < 0) {
-                log_warning_errno(r, "%s was renamed to %s in the %s hierarchy, and its recorded originals cannot follow it: %m",
-                                  d->path, to, name);
+        if (move_records(m, g, h, d->path, to) < 0) {
                 free(to);
                 d->ino = 0; /* not looked for again */
                 return;
         }
-        if (r > 0)
-                log_info("%s was renamed to %s in the %s hierarchy; its recorded originals follow it.", d->path, to, name);
-        else
-                log_debug("%s was renamed to %s in the %s hierarchy.", d->path, to, name);
-        move_placed(g, name, d->path, to);
         free(d->path);
         d->path = to;
 }
@@ -183,14 +210,89 @@ static void check_dir(Manager *m, ManagedGroup *g, GroupHierarchy h) {
         follow(m, g, h, to);
 }
 
-void manager_follow_renames(Manager *m) {
-        for (size_t i = 0; i < m->n_groups; i++) {
-                ManagedGroup *g = &m->groups[i];
+/* The hierarchy of a state file's name ("cpuset", "cpu", "unified"), or _GROUP_HIER_MAX. */
+static GroupHierarchy hierarchy_of(const char *name) {
+        for (GroupHierarchy h = 0; h < _GROUP_HIER_MAX; h++)
+                if (streq(hierarchy_names[h], name))
+                        return h;
+        return _GROUP_HIER_MAX;
+}
 
-                for (GroupHierarchy h = 0; h < _GROUP_HIER_MAX; h++)
-                        check_dir(m, g, h);
-                manager_note_dirs(m, g);
+static bool below_known(const ManagedGroup *g, GroupHierarchy h, const char *path) {
+        for (size_t i = 0; i < g->n_below; i++)
+                if (g->below[i].hierarchy == h && g->below[i].path && streq(g->below[i].path, path))
+                        return true;
+        return false;
+}
+
+/* Notes the directory of each descendant g placed a file of (its own cpuset, narrowed with g's), once. */
+static void note_below(Manager *m, ManagedGroup *g) {
+        for (size_t i = 0; i < g->n_placed; i++) {
+                const PlacedFile *f = &g->placed[i];
+                GroupHierarchy h = hierarchy_of(f->hierarchy);
+                RootDir *r = h < _GROUP_HIER_MAX ? hierarchy_root(m, h) : NULL;
+                GroupDir *b;
+                uint64_t ino;
+                char *p;
+
+                if (!r || streq(f->group, g->dirs[h].path ?: g->path) || below_known(g, h, f->group) ||
+                    dir_inode(r, f->group, &ino) < 0)
+                        continue;
+                b = realloc(g->below, (g->n_below + 1) * sizeof *b);
+                if (!b)
+                        return; /* noted at the next look */
+                g->below = b;
+                p = strdup(f->group);
+                if (p)
+                        g->below[g->n_below++] = (GroupDir){ .ino = ino, .path = p, .hierarchy = h };
         }
+}
+
+/*
+ * The descendants' directories looked for where their records are: one a rename took elsewhere in
+ * its parent takes its records along; one gone is forgotten (its records go as a vanished group's do).
+ */
+static void check_below(Manager *m, ManagedGroup *g) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < g->n_below; i++) {
+                GroupDir *b = &g->below[i];
+                RootDir *r = hierarchy_root(m, b->hierarchy);
+                _cleanup_free_ char *from = NULL, *to = NULL;
+                uint64_t ino;
+                int k;
+
+                if (!b->path)
+                        continue;
+                k = r ? dir_inode(r, b->path, &ino) : -ENOENT;
+                if ((k >= 0 && ino == b->ino) || (k < 0 && k != -ENOENT))
+                        continue; /* there; or cannot tell now */
+                /* A copy: moving the records moves b->path too. */
+                from = strdup(b->path);
+                if (r && from && find_renamed(r, from, b->ino, &to) >= 0 && move_records(m, g, b->hierarchy, from, to) >= 0)
+                        continue;
+                free(b->path);
+                b->path = NULL;
+        }
+        /* Only now: a rename above moves the paths of the entries after it too. */
+        for (size_t i = 0; i < g->n_below; i++)
+                if (g->below[i].path)
+                        g->below[j++] = g->below[i];
+        g->n_below = j;
+}
+
+/* Every directory of g whose records peltd holds, looked for and followed. */
+static void check_group(Manager *m, ManagedGroup *g) {
+        for (GroupHierarchy h = 0; h < _GROUP_HIER_MAX; h++)
+                check_dir(m, g, h);
+        check_below(m, g);
+        manager_note_dirs(m, g);
+        note_below(m, g);
+}
+
+void manager_follow_renames(Manager *m) {
+        for (size_t i = 0; i < m->n_groups; i++)
+                check_group(m, &m->groups[i]);
 }
 
 bool manager_take_renamed(Manager *m, ManagedGroup *gone, PolicyHistory *gone_history, ManagedGroup *fresh,
@@ -213,8 +315,6 @@ bool manager_take_renamed(Manager *m, ManagedGroup *gone, PolicyHistory *gone_hi
         *fresh = taken;
         *gone = (ManagedGroup){};
         *fresh_history = *gone_history;
-        for (GroupHierarchy h = 0; h < _GROUP_HIER_MAX; h++)
-                check_dir(m, fresh, h);
-        manager_note_dirs(m, fresh);
+        check_group(m, fresh);
         return true;
 }
