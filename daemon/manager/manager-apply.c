@@ -273,18 +273,19 @@ static bool placed(Manager *m, Pending *p, AppliedChange *ret_change) {
  * The state file could not take the round's records: nothing of the round is written, for any
  * group, and the records staged for it are taken back (mark: where they start). What memory held
  * before the round (a record dropped or changed since the last save) stays, unsaved, so that the
- * next round's commit saves it before any write. Said once an episode; the groups' own retry
- * states are left alone, so that the round after the state file takes a save places them.
+ * next round's commit saves it before any write. Said once an episode, counted once a round (one
+ * write failed: the state file's); the groups' own retry states are left alone, so that the round
+ * after the state file takes a save places them.
  */
 static void record_failed(Manager *m, Pending *p, size_t k, size_t mark, int r) {
         originals_rollback_to(m->originals, mark);
         if (m->record_error == 0)
                 log_error_errno(r, "Cannot save the state file %s: %m; placing nothing until it can.", m->config->state_file);
         m->record_error = r;
+        m->placement_errors++; /* the write of the state file, once a round */
         for (size_t i = 0; i < k; i++)
                 if (cg_batch_changed(p[i].w, p[i].n)) {
                         cg_batch_unrecorded(p[i].w, p[i].n, r);
-                        m->placement_errors++;
                         pending_done(&p[i]);
                 }
 }

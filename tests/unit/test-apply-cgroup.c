@@ -965,7 +965,7 @@ static void test_state_directory_full(_unused_ void **state) {
 
         daemon_start(&d, "/peltd/batch", path);
         rounds(&d, "4-5", 30);
-        /* No change without a record, one line for the episode, every round's placement counted as failed. */
+        /* No change without a record, one line for the episode, each round's failed save counted. */
         assert_int_equal(sim.writes, 0);
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
         assert_int_equal(logged(&d, "Cannot save the state file"), 1);
