@@ -203,12 +203,14 @@ static int write_back(const CgroupIO *io, Originals *o, CgWrite *const *items, c
                 k++;
         }
         if (o && k > 0) {
+                size_t mark = originals_mark(o);
+
                 rb = stage_records(o, back, bto, k);
                 if (rb >= 0)
                         rb = originals_commit(o);
-                else
-                        originals_rollback(o);
                 if (rb < 0) {
+                        /* Only these records are taken back: older unsaved changes wait for the next commit. */
+                        originals_rollback_to(o, mark);
                         /* Not recorded, not written: only what goes back to its original still goes. */
                         size_t j = 0;
 

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/file.h>
@@ -819,9 +820,9 @@ bool originals_dirty(const Originals *o) {
         return o->n_undo > 0;
 }
 
-/* Takes back every change since the last save, newest first. */
-static void rollback(Originals *o) {
-        while (o->n_undo > 0) {
+/* Takes back the changes since the last save after the first `mark` of them, newest first. */
+static void rollback(Originals *o, size_t mark) {
+        while (o->n_undo > mark) {
                 OriginalUndo *u = &o->undo[--o->n_undo];
                 Original *e = (Original *) originals_find(o, u->e.hierarchy, u->e.group, u->e.file);
 
@@ -854,16 +855,88 @@ static void rollback(Originals *o) {
 }
 
 void originals_rollback(Originals *o) {
-        rollback(o);
+        rollback(o, 0);
+}
+
+size_t originals_mark(const Originals *o) {
+        return o->n_undo;
+}
+
+void originals_rollback_to(Originals *o, size_t mark) {
+        rollback(o, mark);
 }
 
 int originals_commit(Originals *o) {
-        int r;
-
         if (!originals_dirty(o))
                 return 0;
-        r = originals_save(o);
+        /* On failure nothing is taken back: what memory holds is still to be saved, at the next commit. */
+        return originals_save(o);
+}
+
+/* Whether group is at or below top: its path with top's replaced by to's, in *ret; 0 when it is not. */
+static int renamed_path(const char *group, const char *top, const char *to, char **ret) {
+        size_t n = strlen(top);
+
+        if (!strneq(group, top, n) || (group[n] != '\0' && group[n] != '/'))
+                return 0;
+        if (asprintf(ret, "%s%s", to, group + n) < 0)
+                return -ENOMEM;
+        return 1;
+}
+
+/* Moves the entry of (hierarchy, group, file) to (hierarchy, to, file), undoably; -ENOMEM half way. */
+static int entry_move(Originals *o, const char *hierarchy, const char *group, const char *file, const char *to) {
+        const Original *e = originals_find(o, hierarchy, group, file);
+        _cleanup_free_ char *original = NULL, *written = NULL, *h = strdup(hierarchy), *f = strdup(file);
+        int r;
+
+        if (!e)
+                return 0;
+        original = strdup(e->original);
+        written = strdup(e->written);
+        if (!original || !written || !h || !f)
+                return -ENOMEM;
+        r = originals_drop(o, h, group, f);
         if (r < 0)
-                rollback(o);
-        return r;
+                return r;
+        return originals_put(o, h, to, f, original, written);
+}
+
+int originals_rename(Originals *o, const char *hierarchy, const char *from, const char *to) {
+        _cleanup_strv_free_ char **groups = NULL, **files = NULL, **tos = NULL;
+        size_t n = 0, mark = originals_mark(o);
+        int r = 0;
+
+        if (streq(from, to))
+                return 0;
+        groups = new0(char *, o->n_entries + 1);
+        files = new0(char *, o->n_entries + 1);
+        tos = new0(char *, o->n_entries + 1);
+        if (!groups || !files || !tos)
+                return -ENOMEM;
+        /* The keys first (entries move as others are dropped), and no entry already at a new key. */
+        for (size_t i = 0; i < o->n_entries; i++) {
+                const Original *e = &o->entries[i];
+
+                if (!streq(e->hierarchy, hierarchy))
+                        continue;
+                r = renamed_path(e->group, from, to, &tos[n]);
+                if (r < 0)
+                        return r;
+                if (r == 0)
+                        continue;
+                groups[n] = strdup(e->group);
+                files[n] = strdup(e->file);
+                if (!groups[n++] || !files[n - 1])
+                        return -ENOMEM;
+                if (originals_find(o, hierarchy, tos[n - 1], e->file))
+                        return -EEXIST;
+        }
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = entry_move(o, hierarchy, groups[i], files[i], tos[i]);
+        if (r < 0) {
+                originals_rollback_to(o, mark);
+                return r;
+        }
+        return (int) MIN(n, (size_t) INT_MAX);
 }

@@ -35,6 +35,8 @@ int manager_restore_all(Manager *m, const char *why) {
 
         if (m->originals->n_entries == 0)
                 return 0;
+        /* A group renamed since the last task round is put back where it is now. */
+        manager_follow_renames(m);
         log_info("Restoring %zu recorded original values (%s)%s.", m->originals->n_entries, why,
                  m->dry_run ? "; dry run: only saying what would be restored" : "");
         /* Only what lies under CgroupRoot=: an entry for any other group is refused (and kept). */
@@ -102,16 +104,7 @@ static void note_failure(Manager *m, ManagedGroup *g, const char *key, int r, co
                 log_debug_errno(r, "%s vanished while being placed: %m", g->path);
                 return;
         }
-        if (f && f->unrecorded) {
-                /* The state file's directory full or unwritable: nothing changes without a record. */
-                if (m->record_error != r)
-                        log_error_errno(r, "Failed to record originals in %s: %m; changing no group until it works.",
-                                        m->config->state_file);
-                m->record_error = r;
-                m->placement_errors++; /* its writes are not made: failed as surely as a refused write */
-                (void) cg_retry_failed(&g->retry, key, r, CG_ERROR_TRANSIENT);
-                return;
-        }
+        m->placement_errors++;
         if (child) {
                 /* A child cpuset that keeps none of its CPUs: it may change, or go. */
                 if (cg_retry_failed(&g->retry, key, r, CG_ERROR_TRANSIENT))
@@ -257,10 +250,6 @@ static bool placed(Manager *m, Pending *p, AppliedChange *ret_change) {
         bool again = g->drift && g->applied && cpumask_equal(&g->applied_cpus, &res->cpus) && shares == g->applied_shares;
         unsigned failures;
 
-        if (m->record_error < 0 && cg_batch_changed(p->w, p->n)) {
-                log_info("The state file %s can be written again.", m->config->state_file);
-                m->record_error = 0;
-        }
         failures = cg_retry_succeeded(&g->retry);
         if (failures > 0)
                 log_info("%s placed after %u failed tries.", g->path, failures);
@@ -283,26 +272,49 @@ static bool placed(Manager *m, Pending *p, AppliedChange *ret_change) {
 }
 
 /*
+ * The state file could not take the round's records: nothing of the round is written, for any
+ * group, and the records staged for it are taken back (mark: where they start). What memory held
+ * before the round (a record dropped or changed since the last save) stays, unsaved, so that the
+ * next round's commit saves it before any write. Said once an episode, counted once a round (one
+ * write failed: the state file's); the groups' own retry states are left alone, so that the round
+ * after the state file takes a save places them.
+ */
+static void record_failed(Manager *m, Pending *p, size_t k, size_t mark, int r) {
+        originals_rollback_to(m->originals, mark);
+        if (m->record_error == 0)
+                log_error_errno(r, "Cannot save the state file %s: %m; placing nothing until it can.", m->config->state_file);
+        m->record_error = r;
+        m->placement_errors++; /* the write of the state file, once a round */
+        for (size_t i = 0; i < k; i++)
+                if (cg_batch_changed(p[i].w, p[i].n)) {
+                        cg_batch_unrecorded(p[i].w, p[i].n, r);
+                        pending_done(&p[i]);
+                }
+}
+
+/*
  * The records of the k batches, saved with one write of the state file before any write (with
- * what the drift checks changed): no change without its record. A batch whose records could not
- * be saved is noted as failed and dropped.
+ * whatever else changed in memory since the last save: the drift checks, renames, groups made
+ * again). No change without its record: when the save fails, nothing of the round is written.
  */
 static void record(Manager *m, Pending *p, size_t k) {
+        size_t mark = originals_mark(m->originals);
+        bool dirty;
         int r = 0;
 
         for (size_t i = 0; i < k && r >= 0; i++)
                 r = cg_batch_record(m->originals, p[i].w, p[i].n);
+        dirty = originals_dirty(m->originals);
         if (r >= 0)
                 r = originals_commit(m->originals);
-        else
-                originals_rollback(m->originals);
-        if (r < 0)
-                for (size_t i = 0; i < k; i++)
-                        if (cg_batch_changed(p[i].w, p[i].n)) {
-                                cg_batch_unrecorded(p[i].w, p[i].n, r);
-                                note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
-                                pending_done(&p[i]);
-                        }
+        if (r < 0) {
+                record_failed(m, p, k, mark, r);
+                return;
+        }
+        if (m->record_error < 0 && dirty) {
+                log_info("The state file %s can be saved again; placing groups again.", m->config->state_file);
+                m->record_error = 0;
+        }
 }
 
 int manager_apply_plans(Manager *m, ManagedGroup *const *groups, const PolicyResult *const *res,
@@ -347,7 +359,6 @@ int manager_apply_plans(Manager *m, ManagedGroup *const *groups, const PolicyRes
                         continue;
                 r = cg_batch_write(&m->io, m->originals, p[i].w, p[i].n);
                 if (r < 0) {
-                        m->placement_errors += cg_error_class(r) != CG_ERROR_GONE; /* a group that went is no error */
                         note_failure(m, p[i].g, p[i].key, r, cg_batch_failure(p[i].w, p[i].n), NULL, &p[i].res->cpus);
                         failed = true;
                 } else if (placed(m, &p[i], &changes[n_changes]))

@@ -17,6 +17,7 @@
 #include "manager-internal.h"
 
 void managed_group_done(ManagedGroup *g) {
+        group_dirs_done(g);
         free(g->path);
         free(g->unit);
         free(g->last_intent);
@@ -353,11 +354,106 @@ static void say_groups(Manager *m) {
                 m->n_groups_said = m->n_groups;
 }
 
+/* The managed list as a sync makes it: the groups kept or found, and those no longer found. */
+typedef struct GroupSync {
+        ManagedGroup *groups;
+        PolicyHistory *histories;
+        bool *fresh;                 /* found this sync (not an existing group) */
+        size_t n;
+        ManagedGroup *gone;
+        PolicyHistory *gone_histories;
+        size_t n_gone;
+} GroupSync;
+
+static void group_sync_free(GroupSync *s) {
+        for (size_t x = 0; x < s->n; x++)
+                managed_group_done(&s->groups[x]);
+        for (size_t x = 0; x < s->n_gone; x++)
+                managed_group_done(&s->gone[x]);
+        free(s->groups);
+        free(s->histories);
+        free(s->fresh);
+        free(s->gone);
+        free(s->gone_histories);
+}
+
+/* Whether a new group was found at path: a new directory where a managed one was (said here, not as new). */
+static bool made_again(GroupSync *s, const char *path) {
+        for (size_t y = 0; y < s->n; y++)
+                if (s->fresh[y] && streq(s->groups[y].path, path)) {
+                        s->fresh[y] = false;
+                        return true;
+                }
+        return false;
+}
+
+/*
+ * A group no longer found at its path is gone, or renamed: a group found this sync at another path
+ * with its directory takes it over (manager_take_renamed()). The rest are said and freed, and the
+ * new ones said.
+ */
+static void settle_gone(Manager *m, GroupSync *s) {
+        for (size_t x = 0; x < s->n_gone; x++) {
+                for (size_t y = 0; y < s->n && s->gone[x].path; y++)
+                        if (s->fresh[y] && manager_take_renamed(m, &s->gone[x], &s->gone_histories[x], &s->groups[y],
+                                                                &s->histories[y]))
+                                s->fresh[y] = false;
+                if (s->gone[x].path && made_again(s, s->gone[x].path)) {
+                        log_info("%s was made again; managing the new group afresh.", s->gone[x].path);
+                        forget_originals(m, s->gone[x].path);
+                } else if (s->gone[x].path)
+                        log_info("%s is gone or no longer managed.", s->gone[x].path);
+                managed_group_done(&s->gone[x]);
+        }
+        s->n_gone = 0;
+        for (size_t y = 0; y < s->n; y++)
+                if (s->fresh[y])
+                        log_info("Managing %s.", s->groups[y].path);
+}
+
+static void keep_gone(Manager *m, GroupSync *s, size_t i) {
+        s->gone_histories[s->n_gone] = m->histories[i];
+        s->gone[s->n_gone++] = m->groups[i];
+}
+
+/* The new managed list: existing groups matched by path and directory, the others gone or new. */
+static int group_sync_build(Manager *m, const SampledGroup *sg, size_t n, GroupSync *s) {
+        size_t i = 0, j = 0;
+
+        while (j < n) {
+                int c = i < m->n_groups ? strcmp(m->groups[i].path, sg[j].path) : 1;
+
+                if (c < 0) {
+                        keep_gone(m, s, i++);
+                        continue;
+                }
+                if (c == 0 && m->groups[i].id != sg[j].id) {
+                        /* A new directory at its path: the old one is gone, or renamed (settle_gone()). */
+                        keep_gone(m, s, i++);
+                        c = 1;
+                }
+                if (c == 0) {
+                        s->histories[s->n] = m->histories[i];
+                        s->groups[s->n] = m->groups[i++];
+                } else {
+                        s->groups[s->n] = (ManagedGroup){ .path = strdup(sg[j].path), .id = sg[j].id, .judge_owner = true };
+                        if (!s->groups[s->n].path)
+                                return -ENOMEM;
+                        s->fresh[s->n] = true;
+                        manager_note_dirs(m, &s->groups[s->n]);
+                }
+                s->n++;
+                j++;
+        }
+        while (i < m->n_groups)
+                keep_gone(m, s, i++);
+        return 0;
+}
+
 /* Brings the managed list in line with the sampler's groups (both sorted by path). */
 int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
-        ManagedGroup *ng;
-        PolicyHistory *nh;
-        size_t i = 0, j = 0, k = 0;
+        GroupSync s = {};
+        int r;
 
         /* Most rounds: nothing came or went (a group is some kilobytes; a thousand are not copied each round). */
         if (same_groups(m, sg, n)) {
@@ -365,53 +461,33 @@ int manager_sync_groups(Manager *m, const SampledGroup *sg, size_t n) {
                         say_groups(m); /* at start, with none */
                 return 0;
         }
-        ng = new0(ManagedGroup, MAX(n, 1u));
-        nh = new0(PolicyHistory, MAX(n, 1u));
-        if (!ng || !nh) {
-                free(ng);
-                free(nh);
+        s.groups = new0(ManagedGroup, MAX(n, 1u));
+        s.histories = new0(PolicyHistory, MAX(n, 1u));
+        s.fresh = new0(bool, MAX(n, 1u));
+        s.gone = new0(ManagedGroup, MAX(m->n_groups, 1u));
+        s.gone_histories = new0(PolicyHistory, MAX(m->n_groups, 1u));
+        if (!s.groups || !s.histories || !s.fresh || !s.gone || !s.gone_histories) {
+                group_sync_free(&s);
                 return -ENOMEM;
         }
-        while (j < n) {
-                int c = i < m->n_groups ? strcmp(m->groups[i].path, sg[j].path) : 1;
-
-                if (c < 0) {
-                        log_info("%s is gone or no longer managed.", m->groups[i].path);
-                        managed_group_done(&m->groups[i++]);
-                        continue;
-                }
-                if (c == 0 && m->groups[i].id != sg[j].id) {
-                        log_info("%s was made again; managing the new group afresh.", sg[j].path);
-                        forget_originals(m, sg[j].path);
-                        managed_group_done(&m->groups[i++]);
-                        c = 1;
-                }
-                if (c == 0) {
-                        nh[k] = m->histories[i];
-                        ng[k] = m->groups[i++];
-                } else {
-                        ng[k] = (ManagedGroup){ .path = strdup(sg[j].path), .id = sg[j].id, .judge_owner = true };
-                        if (!ng[k].path) {
-                                for (size_t x = 0; x < k; x++)
-                                        managed_group_done(&ng[x]);
-                                free(ng);
-                                free(nh);
-                                return -ENOMEM;
-                        }
-                        log_info("Managing %s.", sg[j].path);
-                }
-                k++;
-                j++;
+        r = group_sync_build(m, sg, n, &s);
+        if (r < 0) {
+                /* The groups taken from the managed list go back to it: only the new ones are freed. */
+                for (size_t x = 0; x < s.n; x++)
+                        if (!s.fresh[x])
+                                s.groups[x] = (ManagedGroup){};
+                s.n_gone = 0;
+                group_sync_free(&s);
+                return r;
         }
-        for (; i < m->n_groups; i++) {
-                log_info("%s is gone or no longer managed.", m->groups[i].path);
-                managed_group_done(&m->groups[i]);
-        }
+        settle_gone(m, &s);
         free(m->groups);
         free(m->histories);
-        m->groups = ng;
-        m->histories = nh;
-        m->n_groups = k;
+        m->groups = TAKE_PTR(s.groups);
+        m->histories = TAKE_PTR(s.histories);
+        m->n_groups = s.n;
+        s.n = 0;
+        group_sync_free(&s);
         say_groups(m);
         return 0;
 }

@@ -15,6 +15,8 @@
  *                     and manager.c call it; it calls neither)
  *   manager-apply.c   applying a group's plan and the change log with its journal fields; restoring
  *   manager-held.c    CPUs held by partitions and exclusive cpusets, and the union of every owner's
+ *                     held CPUs
+ *   manager-rename.c  renamed groups: their directories followed, their records moved with them
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
  *   manager-kubelet.c kubelet's CPU manager checkpoint: the CPUs it holds, the groups it places
@@ -59,10 +61,29 @@ typedef struct PlacedFile {
         char *group;                 /* the group, a descendant, or a systemd unit */
 } PlacedFile;
 
+/* The hierarchies a group's directory is noted in, to follow it through a rename (manager-rename.c). */
+typedef enum GroupHierarchy {
+        GROUP_HIER_CPUSET,           /* v1 */
+        GROUP_HIER_CPU,              /* v1 */
+        GROUP_HIER_CPUACCT,          /* v1: where the groups are found */
+        GROUP_HIER_UNIFIED,          /* v2 */
+        _GROUP_HIER_MAX,
+} GroupHierarchy;
+
+/* A group's directory in one hierarchy: its inode, and the path its records of that hierarchy are at. */
+typedef struct GroupDir {
+        uint64_t ino;                /* 0: not known (not there when looked for, or gone) */
+        char *path;                  /* the group's path, or where a rename took that directory */
+        GroupHierarchy hierarchy;    /* for a descendant's (ManagedGroup.below) */
+} GroupDir;
+
 /* What the daemon keeps about one managed group between rounds. */
 typedef struct ManagedGroup {
         char *path;
         uint64_t id;                 /* the sampler's: another id at the same path is a new directory */
+        GroupDir dirs[_GROUP_HIER_MAX]; /* its directory in each hierarchy (manager-rename.c) */
+        GroupDir *below;             /* the directories of descendants it placed files of */
+        size_t n_below;
 
         /* Read at task rounds and after each change. */
         bool info_valid;
@@ -330,6 +351,30 @@ bool manager_held_union(Manager *m);
  * m->held changed (manager_held_union()).
  */
 bool manager_refresh_held(Manager *m, bool force);
+
+/* manager-rename.c */
+
+void group_dirs_done(ManagedGroup *g);
+
+/* Notes the group's directory (its inode) in each hierarchy where it is not known yet. */
+void manager_note_dirs(Manager *m, ManagedGroup *g);
+
+/*
+ * Every managed group's directory looked for where its records are, in each hierarchy, and those of
+ * the descendants it placed files of: one that a rename took elsewhere in its parent takes its
+ * records along (originals_rename(), in memory: saved with the round's commit) and the files the
+ * drift checks read. A stat() a directory.
+ */
+void manager_follow_renames(Manager *m);
+
+/*
+ * Whether fresh (a group just found at a new path) is gone (a managed group no longer at its path)
+ * renamed: the same directory in the hierarchy groups are found in. Then fresh takes over gone's
+ * state (placement, records, retry state) and history, keeping its own path and the sampler's id,
+ * and gone is left empty. Logged.
+ */
+bool manager_take_renamed(Manager *m, ManagedGroup *gone, PolicyHistory *gone_history, ManagedGroup *fresh,
+                          PolicyHistory *fresh_history);
 
 /* manager-apply.c */
 

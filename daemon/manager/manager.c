@@ -537,6 +537,9 @@ static int plan_and_apply(Manager *m, bool task_round) {
         r = manager_sync_groups(m, sg, n);
         if (r < 0)
                 return r;
+        /* Before the drift checks: a placed file a rename took elsewhere is not a file gone. */
+        if (task_round)
+                manager_follow_renames(m);
         manager_read_groups(m, task_round);
         if (task_round && m->task_tracking)
                 manager_collect_threads(m);

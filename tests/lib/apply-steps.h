@@ -10,17 +10,18 @@
 #include "peltd/apply-cgroup.h"
 
 static inline int apply_steps(const CgroupIO *io, Originals *o, CgWrite *w, size_t n, bool dry_run) {
+        size_t mark;
         int r;
 
         r = cg_batch_read(io, w, n);
         if (r < 0 || dry_run || !cg_batch_changed(w, n))
                 return r;
+        mark = originals_mark(o);
         r = cg_batch_record(o, w, n);
         if (r >= 0)
                 r = originals_commit(o);
-        else
-                originals_rollback(o);
         if (r < 0) {
+                originals_rollback_to(o, mark);
                 cg_batch_unrecorded(w, n, r);
                 return r;
         }

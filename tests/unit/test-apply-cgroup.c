@@ -938,11 +938,26 @@ static void test_child_outside_the_new_set_leaves_the_parent(_unused_ void **sta
 
 /* ---- What needs a mount of its own (root): the kernel suite runs it, as "apply-cgroup --mounts" -- */
 
-static void test_state_directory_full(_unused_ void **state) {
-        char dir[300], path[320], fill[320];
+/* Fills the file at path until the file system has no room left. */
+static void fill_up(const char *path) {
         _cleanup_close_ int fd = -1;
         char block[4096] = { 0 };
+
+        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        assert_true(fd >= 0);
+        while (write(fd, block, sizeof block) > 0)
+                ;
+        /* The last pages, a byte at a time. */
+        while (write(fd, block, 1) > 0)
+                ;
+}
+
+static void test_state_directory_full(_unused_ void **state) {
+        _cleanup_originals_ Originals *saved = NULL;
+        char dir[300], path[320], fill[320];
+        SimGroup *g;
         Daemon d;
+        int writes;
 
         /* A state directory with no room left: a tmpfs of two pages, filled. */
         snprintf(dir, sizeof dir, "%s/full", tmpdir);
@@ -950,29 +965,54 @@ static void test_state_directory_full(_unused_ void **state) {
         snprintf(fill, sizeof fill, "%s/fill", dir);
         assert_int_equal(mkdir(dir, 0700), 0);
         assert_int_equal(mount("tmpfs", dir, "tmpfs", MS_NOSUID | MS_NODEV, "size=8k,mode=0700"), 0);
-        fd = open(fill, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-        assert_true(fd >= 0);
-        while (write(fd, block, sizeof block) > 0)
-                ;
-        assert_int_equal(close(TAKE_FD(fd)), 0);
+        fill_up(fill);
 
         daemon_start(&d, "/peltd/batch", path);
         rounds(&d, "4-5", 30);
-        /* No change without a record, and one line for the episode. */
+        /* No change without a record, one line for the episode, each round's failed save counted. */
         assert_int_equal(sim.writes, 0);
         assert_string_equal(cpus_of("/peltd/batch"), "0-3");
-        assert_int_equal(logged(&d, "Failed to record"), 1);
+        assert_int_equal(logged(&d, "Cannot save the state file"), 1);
         assert_int_equal(logged(&d, "No space left on device"), 1);
-        /* Each try whose writes were not made for want of a record counts (rounds 1, 3, 6, 11, 20). */
-        assert_int_equal(d.m.placement_errors, 5);
+        assert_int_equal(d.m.placement_errors, 30);
+        /* The round's records taken back: nothing in memory that is not on disk. */
+        assert_false(originals_dirty(d.m.originals));
+        assert_int_equal(d.m.originals->n_entries, 0);
 
-        /* Room again: placed at the next try, recorded, and said once. */
+        /* Room again: placed at the next round (no back-off), recorded, and said once. */
         assert_int_equal(unlink(fill), 0);
-        rounds(&d, "4-5", CG_RETRY_MAX_ROUNDS + 1);
+        rounds(&d, "4-5", 1);
         assert_string_equal(cpus_of("/peltd/batch"), "4-5");
         assert_non_null(originals_find(d.m.originals, "cpuset", "/peltd/batch", "cpuset.cpus"));
-        assert_int_equal(logged(&d, "can be written again"), 1);
-        assert_int_equal(logged(&d, "Failed to record"), 1);
+        assert_int_equal(logged(&d, "can be saved again"), 1);
+        assert_int_equal(logged(&d, "Cannot save the state file"), 1);
+
+        /*
+         * Full again, and someone else writes the cpuset peltd placed: the drift check takes their
+         * value as the original (in memory) and places the group again. Not while that record cannot
+         * be saved: their value stays, and the record stays in memory, for the next commit to save.
+         */
+        fill_up(fill);
+        g = sim_find(&sim, "/peltd/batch");
+        assert_int_equal(cpumask_parse_list("6-7", &g->cpus), 0);
+        assert_int_equal(originals_set_original(d.m.originals, "cpuset", "/peltd/batch", "cpuset.cpus", "6-7"), 0);
+        d.g.cpus = g->cpus;
+        d.g.drift = true;
+        writes = sim.writes;
+        rounds(&d, "4-5", 10);
+        assert_int_equal(sim.writes, writes);
+        assert_string_equal(cpus_of("/peltd/batch"), "6-7");
+        assert_true(originals_dirty(d.m.originals));
+        assert_string_equal(originals_find(d.m.originals, "cpuset", "/peltd/batch", "cpuset.cpus")->original, "6-7");
+        assert_int_equal(logged(&d, "Cannot save the state file"), 2);
+
+        /* Room again: their value is saved as the original before peltd writes. */
+        assert_int_equal(unlink(fill), 0);
+        rounds(&d, "4-5", 1);
+        assert_false(originals_dirty(d.m.originals));
+        assert_int_equal(originals_load_checked(path, &saved, NULL), 0);
+        assert_string_equal(originals_find(saved, "cpuset", "/peltd/batch", "cpuset.cpus")->original, "6-7");
+        assert_int_equal(logged(&d, "can be saved again"), 2);
         daemon_stop(&d);
         assert_int_equal(umount2(dir, MNT_DETACH), 0);
         assert_int_equal(rmdir(dir), 0);

@@ -132,7 +132,11 @@ static void test_unwritable_records_nothing(_unused_ void **state) {
         assert_int_equal(originals_load_checked("/proc/peltd-test/originals", &o, NULL), 0);
         assert_int_equal(originals_put(o, "cpu", "/a", "cpu.shares", "1024", "2048"), 0);
         assert_true(originals_commit(o) < 0);
+        /* Still unsaved: the caller takes back what it staged. */
+        assert_true(originals_dirty(o));
+        originals_rollback(o);
         assert_int_equal(o->n_entries, 0);
+        assert_false(originals_dirty(o));
 }
 
 static void test_lock_is_exclusive(_unused_ void **state) {
@@ -380,10 +384,16 @@ static void test_staged_changes_saved_once(_unused_ void **state) {
         assert_int_equal(stat(path, &st), -1);
 }
 
-/* A commit that cannot be saved takes its changes back in memory: memory and disk agree. */
-static void test_failed_commit_rolls_back(_unused_ void **state) {
-        _cleanup_originals_ Originals *o = NULL;
+/*
+ * A commit that cannot be saved keeps every change in memory, unsaved: the next commit saves them
+ * again, and never says "saved" with nothing written. The caller takes back what it staged for its
+ * own writes (to its mark); older changes stay.
+ */
+static void test_failed_commit_keeps_changes_unsaved(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
         char *saved_path;
+        unsigned saves;
+        size_t mark;
 
         unlink(path);
         assert_int_equal(originals_load_checked(path, &o, NULL), 0);
@@ -396,33 +406,113 @@ static void test_failed_commit_rolls_back(_unused_ void **state) {
         saved_path = o->path;
         o->path = strdup("/proc/peltd-test/originals");
         assert_non_null(o->path);
-        assert_int_equal(originals_put(o, "cpuset", "/a", "cpuset.cpus", "0-3", "2"), 0);
+
+        /* Before the round: someone else's value taken as /b's original, and a record dropped. */
         assert_int_equal(originals_set_original(o, "cpuset", "/b", "cpuset.cpus", "3"), 0);
         assert_int_equal(originals_drop(o, "cpu", "/b", "cpu.shares"), 0);
+        /* The round's own records. */
+        mark = originals_mark(o);
+        assert_int_equal(originals_put(o, "cpuset", "/a", "cpuset.cpus", "0-3", "2"), 0);
         assert_int_equal(originals_put(o, "cpuset", "/c", "cpuset.cpus", "0-3", "3"), 0);
         assert_int_equal(originals_drop(o, "cpuset", "/c", "cpuset.cpus"), 0);
         assert_int_equal(originals_put(o, "cpuset", "/d", "cpuset.cpus", "0-3", "3"), 0);
-        assert_int_equal(o->n_entries, 3);
+        saves = o->n_saves;
         assert_true(originals_commit(o) < 0);
+        assert_int_equal(o->n_saves, saves);
 
-        assert_false(originals_dirty(o));
-        assert_int_equal(o->n_entries, 3);
+        /* Nothing taken back by the failure itself. */
+        assert_true(originals_dirty(o));
+        assert_string_equal(originals_find(o, "cpuset", "/a", "cpuset.cpus")->written, "2");
+        assert_non_null(originals_find(o, "cpuset", "/d", "cpuset.cpus"));
+
+        /* The round's records taken back; what came before stays, unsaved. */
+        originals_rollback_to(o, mark);
+        assert_true(originals_dirty(o));
+        assert_int_equal(o->n_entries, 2);
         assert_string_equal(originals_find(o, "cpuset", "/a", "cpuset.cpus")->written, "0");
-        assert_string_equal(originals_find(o, "cpuset", "/b", "cpuset.cpus")->original, "0-3");
-        assert_string_equal(originals_find(o, "cpu", "/b", "cpu.shares")->written, "512");
+        assert_string_equal(originals_find(o, "cpuset", "/b", "cpuset.cpus")->original, "3");
+        assert_null(originals_find(o, "cpu", "/b", "cpu.shares"));
         assert_null(originals_find(o, "cpuset", "/c", "cpuset.cpus"));
         assert_null(originals_find(o, "cpuset", "/d", "cpuset.cpus"));
-        /* A record that cannot be saved leaves nothing behind either. */
-        assert_int_equal(originals_put(o, "cpuset", "/e", "cpuset.cpus", "0-3", "1"), 0);
+
+        /* Still unwritable: the next commit tries again, and fails again, with nothing written. */
         assert_true(originals_commit(o) < 0);
-        assert_null(originals_find(o, "cpuset", "/e", "cpuset.cpus"));
+        assert_true(originals_dirty(o));
+
+        /* Room again: the next commit saves what was kept, though the round staged nothing new. */
         free(o->path);
         o->path = saved_path;
-        assert_int_equal(originals_drop(o, "cpuset", "/a", "cpuset.cpus"), 0);
         assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(o->n_saves, saves + 1);
+        assert_false(originals_dirty(o));
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
+        assert_int_equal(again->n_entries, 2);
+        assert_string_equal(originals_find(again, "cpuset", "/b", "cpuset.cpus")->original, "3");
+        assert_string_equal(originals_find(again, "cpuset", "/a", "cpuset.cpus")->written, "0");
+        assert_null(originals_find(again, "cpu", "/b", "cpu.shares"));
+
+        /* A mark after everything takes back nothing; a full rollback after a save takes back nothing. */
+        originals_rollback_to(o, originals_mark(o));
+        originals_rollback(o);
+        assert_int_equal(o->n_entries, 2);
+        assert_int_equal(originals_drop(o, "cpuset", "/a", "cpuset.cpus"), 0);
         assert_int_equal(originals_drop(o, "cpuset", "/b", "cpuset.cpus"), 0);
         assert_int_equal(originals_commit(o), 0);
-        assert_int_equal(originals_drop(o, "cpu", "/b", "cpu.shares"), 0);
+}
+
+/* A renamed group's entries move, with their descendants', in one hierarchy; taken back as a whole. */
+static void test_rename(_unused_ void **state) {
+        _cleanup_originals_ Originals *o = NULL, *again = NULL;
+        size_t mark;
+
+        unlink(path);
+        assert_int_equal(originals_load_checked(path, &o, NULL), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/p/a", "cpuset.cpus", "0-3", "0"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/p/a/x", "cpuset.cpus", "2-3", "0"), 0);
+        assert_int_equal(originals_put(o, "cpuset", "/p/ab", "cpuset.cpus", "0-3", "1"), 0);
+        assert_int_equal(originals_put(o, "cpu", "/p/a", "cpu.shares", "1024", "512"), 0);
+        assert_int_equal(originals_commit(o), 0);
+
+        /* Nothing to move: none at that path, or the same path. */
+        assert_int_equal(originals_rename(o, "cpuset", "/q", "/r"), 0);
+        assert_int_equal(originals_rename(o, "cpuset", "/p/a", "/p/a"), 0);
+        assert_false(originals_dirty(o));
+
+        /* A new key taken already: nothing moves. */
+        assert_int_equal(originals_rename(o, "cpuset", "/p/a", "/p/ab"), -EEXIST);
+        assert_false(originals_dirty(o));
+        assert_int_equal(o->n_entries, 4);
+
+        /* cpuset's /p/a and its child move; /p/ab (a sibling sharing the prefix) and cpu's /p/a stay. */
+        mark = originals_mark(o);
+        assert_int_equal(originals_rename(o, "cpuset", "/p/a", "/moved"), 2);
+        assert_int_equal(o->n_entries, 4);
+        assert_null(originals_find(o, "cpuset", "/p/a", "cpuset.cpus"));
+        assert_null(originals_find(o, "cpuset", "/p/a/x", "cpuset.cpus"));
+        assert_string_equal(originals_find(o, "cpuset", "/moved", "cpuset.cpus")->original, "0-3");
+        assert_string_equal(originals_find(o, "cpuset", "/moved", "cpuset.cpus")->written, "0");
+        assert_string_equal(originals_find(o, "cpuset", "/moved/x", "cpuset.cpus")->original, "2-3");
+        assert_non_null(originals_find(o, "cpuset", "/p/ab", "cpuset.cpus"));
+        assert_non_null(originals_find(o, "cpu", "/p/a", "cpu.shares"));
+
+        /* Taken back, as it was. */
+        originals_rollback_to(o, mark);
+        assert_false(originals_dirty(o));
+        assert_int_equal(o->n_entries, 4);
+        assert_string_equal(originals_find(o, "cpuset", "/p/a/x", "cpuset.cpus")->original, "2-3");
+        assert_null(originals_find(o, "cpuset", "/moved", "cpuset.cpus"));
+
+        /* Again, saved: what a restart (or --restore) reads. */
+        assert_int_equal(originals_rename(o, "cpuset", "/p/a", "/moved"), 2);
+        assert_int_equal(originals_rename(o, "cpu", "/p/a", "/moved"), 1);
+        assert_int_equal(originals_commit(o), 0);
+        assert_int_equal(originals_load_checked(path, &again, NULL), 0);
+        assert_int_equal(again->n_entries, 4);
+        assert_string_equal(originals_find(again, "cpu", "/moved", "cpu.shares")->original, "1024");
+        assert_string_equal(originals_find(again, "cpuset", "/moved/x", "cpuset.cpus")->written, "0");
+        assert_null(originals_find(again, "cpu", "/p/a", "cpu.shares"));
+        while (o->n_entries > 0)
+                assert_int_equal(originals_drop(o, o->entries[0].hierarchy, o->entries[0].group, o->entries[0].file), 0);
         assert_int_equal(originals_commit(o), 0);
 }
 
@@ -476,7 +566,7 @@ static void test_state_file_at_limit(_unused_ void **state) {
         _cleanup_originals_ Originals *o = NULL, *again = NULL;
         _cleanup_free_ char *huge = NULL;
         char group[400], *p;
-        size_t n = 0;
+        size_t n = 0, mark;
         struct stat st;
         const char *why = NULL;
         FILE *f;
@@ -520,13 +610,17 @@ static void test_state_file_at_limit(_unused_ void **state) {
         assert_int_equal(originals_load_checked(path, &again, &why), -EPERM);
         assert_string_equal(why, "is too large");
 
-        /* Nor does the writer make one: the change is taken back. */
+        /* Nor does the writer make one: the change stays unsaved, for the caller to take back. */
         assert_non_null(huge = malloc(STATE_FILE_MAX + 1));
         memset(huge, '1', STATE_FILE_MAX);
         huge[STATE_FILE_MAX] = 0;
+        mark = originals_mark(o);
         assert_int_equal(originals_put(o, "cpu", "/big", "cpu.shares", huge, "2"), 0);
         assert_int_equal(originals_commit(o), -EFBIG);
+        assert_true(originals_dirty(o));
+        originals_rollback_to(o, mark);
         assert_null(originals_find(o, "cpu", "/big", "cpu.shares"));
+        assert_false(originals_dirty(o));
         assert_int_equal(unlink(path), 0);
 }
 
@@ -614,7 +708,8 @@ int main(void) {
                 cmocka_unit_test(test_tmp_symlink_left_alone),
                 cmocka_unit_test(test_parse_exact_buffer),
                 cmocka_unit_test(test_staged_changes_saved_once),
-                cmocka_unit_test(test_failed_commit_rolls_back),
+                cmocka_unit_test(test_failed_commit_keeps_changes_unsaved),
+                cmocka_unit_test(test_rename),
                 cmocka_unit_test(test_index_many_entries),
                 cmocka_unit_test(test_state_file_at_limit),
                 cmocka_unit_test(test_bad_entries_refused_alone),

@@ -36,7 +36,8 @@
  * A round places its groups in three steps, so that the records of all its batches are saved with
  * one write of the state file before any of them is written (manager-apply.c): cg_batch_read()
  * for each batch, then cg_batch_record() for each and one originals_commit() (on failure
- * originals_rollback() and cg_batch_unrecorded(): nothing is written), then cg_batch_write() for
+ * originals_rollback_to() the mark taken before the first cg_batch_record(), and
+ * cg_batch_unrecorded() for every batch: nothing of the round is written), then cg_batch_write() for
  * each, and one more commit for what a rollback changed. A dry run stops after the reads: `changed`
  * says what would be written. Nothing is logged above debug: the write that failed is the first
  * with `error` set (cg_batch_failure()), `unrecorded` when the state file could not take its
@@ -55,7 +56,7 @@ int cg_batch_read(const CgroupIO *io, CgWrite *w, size_t n);
  * Stages in memory the record of every changed write (the value the file held, the value about to
  * be written; none for a write back to the recorded original), for the next originals_commit().
  * On failure every changed write is marked `unrecorded` and the error returned: the batch must not
- * be written (the caller takes the staged records back with originals_rollback()).
+ * be written (the caller takes the staged records back with originals_rollback_to()).
  */
 int cg_batch_record(Originals *o, CgWrite *w, size_t n);
 

@@ -111,11 +111,28 @@ bool originals_dirty(const Originals *o);
 
 /*
  * Saves every change since the last save in one atomic write (nothing to do: 0, nothing written);
- * -EFBIG when the file would be over STATE_FILE_MAX.
- * On failure those changes are taken back in memory too, so that memory and disk agree, and the
- * caller must not make the writes they were for.
+ * -EFBIG when the file would be over STATE_FILE_MAX. On failure memory keeps every change, still
+ * unsaved (originals_dirty()): the next commit saves them again before anything else. So while
+ * nothing is dirty, memory and disk agree, and a commit that returns 0 means every record in
+ * memory is on disk. The caller must not make the writes a failed commit was for, and takes their
+ * records back with originals_rollback_to().
  */
 int originals_commit(Originals *o);
 
 /* Takes back every change since the last save, in memory. */
 void originals_rollback(Originals *o);
+
+/*
+ * Where the changes since the last save stand now: originals_rollback_to() takes back those made
+ * after it (newest first), and keeps the older ones unsaved. A mark holds until the next save.
+ */
+size_t originals_mark(const Originals *o);
+void originals_rollback_to(Originals *o, size_t mark);
+
+/*
+ * In memory only: a group renamed in one hierarchy (the same directory at a new path). Every entry
+ * of `hierarchy` for `from` or a group below it is moved to the same place under `to`, keeping its
+ * original and written values. Returns how many moved, -EEXIST (nothing moved) when an entry is at
+ * one of the new keys already, or -ENOMEM (nothing moved).
+ */
+int originals_rename(Originals *o, const char *hierarchy, const char *from, const char *to);
