@@ -14,6 +14,7 @@
  *   manager-apply.c   applying a group's plan and the change log with its journal fields; restoring
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
+ *   manager-pressure.c the pressure guard on packing: whether packed groups stall for CPU
  */
 
 #include <stdbool.h>
@@ -109,6 +110,7 @@ typedef struct RuntimeShares {
 
 typedef struct Manager Manager;    /* as in peltd/manager.h, which this does not include */
 typedef struct Planning Planning;
+typedef struct Pressure Pressure;
 struct ManagerHooks;
 
 /* Who is told of changes (manager_add_hooks()): the bus and the metrics file, so far. */
@@ -168,6 +170,7 @@ struct Manager {
         size_t n_owned_said[_OWNER_MAX]; /* the counts of groups owned elsewhere the log last gave */
         uint64_t n_rounds;
         Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
+        Pressure *pressure;          /* the pressure guard's state per group (manager-pressure.c) */
 
         /* The runtime settings (manager_set_policy(), manager_set_group_shares()), kept until the daemon stops. */
         Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
@@ -275,3 +278,17 @@ int manager_restore_all(Manager *m, const char *why);
  * CPUWeight converted), as recorded in the state file; 0 when nothing is recorded.
  */
 uint64_t manager_original_shares(const Manager *m, const ManagedGroup *g);
+
+/* manager-pressure.c */
+
+void pressure_free(Pressure *p);
+/*
+ * Each group round, after the groups are read: for every packed group, whether it stalled for CPU
+ * (ManagedGroup.pressure_usec updated). sg: the sampler's groups, lined up with m->groups.
+ * 0 or -ENOMEM.
+ */
+int manager_pressure_round(Manager *m, const SampledGroup *sg, size_t n);
+/* The guard's word on m->groups[group_index] for the planner: PolicyGroup.stall_usec and its window. */
+void manager_pressure_input(const Manager *m, size_t group_index, PolicyGroup *pg);
+/* Reload: the holds the guard set are forgotten. */
+void manager_pressure_reset(Manager *m);
