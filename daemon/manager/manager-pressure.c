@@ -150,9 +150,18 @@ static bool is_packed(const Manager *m, const ManagedGroup *g) {
         return cpumask_subset(&g->applied_cpus, &usable) && cpumask_count(&g->applied_cpus) < cpumask_count(&usable);
 }
 
-static int on_psi(_unused_ sd_event_source *s, _unused_ int fd, _unused_ uint32_t revents, void *userdata) {
+/*
+ * The kernel reports POLLPRI once per firing. A trigger whose group was removed reports POLLERR
+ * (with POLLPRI) on every poll: its source is turned off, so the loop does not spin until the next
+ * round lets the group go.
+ */
+static int on_psi(sd_event_source *s, _unused_ int fd, uint32_t revents, void *userdata) {
         PressureEntry *e = userdata;
 
+        if (revents & EPOLLERR) {
+                (void) sd_event_source_set_enabled(s, SD_EVENT_OFF);
+                return 0;
+        }
         e->psi_fired = true;
         return 0;
 }
