@@ -115,10 +115,12 @@ static int sync_entries(Manager *m) {
         if (!ne)
                 return -ENOMEM;
         for (size_t i = 0; i < m->n_groups; i++) {
-                while (j < p->n && strcmp(p->e[j]->path, m->groups[i].path) < 0)
-                        entry_free(TAKE_PTR(p->e[j++]));
+                /* (TAKE_PTR() names its argument twice: no j++ inside it.) */
+                for (; j < p->n && strcmp(p->e[j]->path, m->groups[i].path) < 0; j++)
+                        entry_free(TAKE_PTR(p->e[j]));
                 if (j < p->n && streq(p->e[j]->path, m->groups[i].path) && p->e[j]->id == m->groups[i].id) {
-                        ne[i] = TAKE_PTR(p->e[j++]);
+                        ne[i] = TAKE_PTR(p->e[j]);
+                        j++;
                         continue;
                 }
                 ne[i] = new0(PressureEntry, 1);
