@@ -177,11 +177,13 @@ static void apply_band(const Planner *p, GroupPlan *gp, const double *others, co
 }
 
 /*
- * The pressure guard fired for a packed group (its threads stalled for CPU): widened at once onto
- * every candidate, and the hold grows (policy_hold_usec()). Returns false when it is not packed.
+ * The pressure guard fired for a packed group (its threads stalled for CPU) whose demand still
+ * fits its set: packing is what stalled it. Widened at once onto every candidate, and the hold
+ * grows (policy_hold_usec()). Returns false when it is not packed, or when its demand outgrew the
+ * set (the proposal widens it): that is an ordinary widening, which does not hold it wide.
  */
 static bool widen_stalled(const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h, const CpuMask *cur, CpuMask *ret) {
-        if (g->stall_usec == 0 || cpumask_subset(&gp->candidates, cur))
+        if (g->stall_usec == 0 || cpumask_subset(&gp->candidates, cur) || !cpumask_subset(&gp->proposal, cur))
                 return false;
         h->stalls++;
         h->held_rounds = 0;

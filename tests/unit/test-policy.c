@@ -888,6 +888,22 @@ static void test_pressure_guard_widens_and_keeps_wide(void **state) {
                 assert_true((run.round - start + 1) * ROUND_USEC >= (stalls == 1 ? 600 : 1200) * USEC_PER_SEC);
                 assert_true((run.round - start) * ROUND_USEC <= (stalls == 1 ? 601 : 1201) * USEC_PER_SEC);
         }
+        /* A stall in the round its demand outgrew the set: an ordinary widening, no hold of the guard's. */
+        run.params.policy = POLICY_PERFORMANCE;
+        run_round(&run);
+        run.params.policy = POLICY_POWER;
+        run.narrowed = false;
+        while (cpumask_count(&run.r.cpus) == 2 && run.round < start + 30000 + 100)
+                run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 1);
+        run.g.util = run.g.runnable = 1500;
+        run.g.stall_usec = 400 * USEC_PER_MSEC;
+        run_round(&run);
+        run.g.stall_usec = 0;
+        assert_int_equal(cpumask_count(&run.r.cpus), 2);
+        assert_null(strstr(run.r.reason, "pressure:"));
+        assert_int_equal(run.h.stalls, 0);
+
         /* A group that is not packed: the guard has nothing to widen. */
         run.params.policy = POLICY_PERFORMANCE;
         run_round(&run);
