@@ -8,11 +8,12 @@
  * batch-b, each running tools/duty-cycle (10 ms periods) at
  *   light:  1 thread at 15% each (0.3 CPUs in all)
  *   medium: 2 threads at 15% each (0.6 CPUs in all)
- * For each of --reps repetitions (3), each load and each policy (none, power, balanced,
- * performance; the order rotates between repetitions and loads, so none always runs first), the
- * groups are made afresh, the batch load and peltd (default intervals) started, cyclictest run;
- * the first SETTLE seconds (--settle, 3) of wake-ups are left out (peltd places after 1 s of
- * history), the next SECONDS (--seconds, 10) counted. Meanwhile, every 100 ms, the groups'
+ * For each of --reps repetitions (3), each load and each policy (none, power, power with the
+ * pressure guard off (power-noguard: PressureStallMSec=0), balanced, performance; the order
+ * rotates between repetitions and loads, so none always runs first), the groups are made afresh,
+ * the batch load and peltd (default intervals) started, cyclictest run; the first SETTLE seconds
+ * (--settle, 3) of wake-ups are left out (peltd places after 1 s of history), the next SECONDS
+ * (--seconds, 10) counted. Meanwhile, every 100 ms, the groups'
  * cpuset.cpus, and every second peltd_energy_estimate and peltd_energy_estimate_spread from the
  * metrics file (the model's estimate for the plan, and for the same load on every CPU).
  *
@@ -30,7 +31,7 @@
 
 #include "run-util.h"
 
-#define N_POLICIES 4
+#define N_POLICIES 5
 #define N_LOADS 2
 #define MAX_REPS 20
 #define INTERVAL_US 1000
@@ -44,7 +45,8 @@ static const Load loads[N_LOADS] = {
         { "light", 1, 15 },
         { "medium", 2, 15 },
 };
-static const char *const policies[N_POLICIES] = { "none", "power", "balanced", "performance" };
+/* "power-noguard": power with PressureStallMSec=0, what the pressure guard buys. */
+static const char *const policies[N_POLICIES] = { "none", "power", "power-noguard", "balanced", "performance" };
 
 typedef struct Sample {
         double p50, p99, max;   /* µs */
@@ -290,8 +292,10 @@ static void measure(size_t load, size_t pol, unsigned rep) {
                 bench_cgroup_create(groups[g]);
         allow_rt_check(groups[0], 10000);
         start_batch(&loads[load]);
-        if (strcmp(policy, "none") != 0)
-                run_daemon_start(&daemon_, peltd, tmp, top, policy);
+        if (strcmp(policy, "power-noguard") == 0)
+                run_daemon_start(&daemon_, peltd, tmp, top, "power", "PressureStallMSec=0");
+        else if (strcmp(policy, "none") != 0)
+                run_daemon_start(&daemon_, peltd, tmp, top, policy, NULL);
         snprintf(out, sizeof out, "%s/cyclictest.out", tmp);
         ct_pid = start_cyclictest(out);
         unpin(ct_pid);
@@ -353,7 +357,7 @@ static void chart(Summary sum[N_LOADS][N_POLICIES]) {
         f = fopen(dat, "we");
         if (!f)
                 bench_die("writing %s: %s", dat, strerror(errno));
-        fprintf(f, "# load, then per policy (none power balanced performance): p99 median, lowest, highest (us)\n");
+        fprintf(f, "# load, then per policy (none power power-noguard balanced performance): p99 median, lowest, highest (us)\n");
         for (size_t l = 0; l < N_LOADS; l++) {
                 fprintf(f, "\"%s: batch %.1f CPUs\"", loads[l].name, 2.0 * loads[l].threads * loads[l].pct / 100);
                 for (size_t p = 0; p < N_POLICIES; p++)
@@ -370,8 +374,8 @@ static void chart(Summary sum[N_LOADS][N_POLICIES]) {
         fprintf(f, "set ylabel 'p99 wake-up latency (us)'\nset yrange [0:*]\nset grid ytics\nset key top left\n");
         fprintf(f, "set style data histogram\nset style histogram errorbars gap 1 lw 1\nset style fill solid 0.8 border -1\n");
         fprintf(f, "set boxwidth 0.9\nplot '%s' using 2:3:4:xtic(1) title 'no peltd' lc rgb '#7f7f7f'", dat);
-        fprintf(f, ", '' using 5:6:7 title 'power' lc rgb '#2ca02c', '' using 8:9:10 title 'balanced' lc rgb '#1f77b4'");
-        fprintf(f, ", '' using 11:12:13 title 'performance' lc rgb '#d62728'\n");
+        fprintf(f, ", '' using 5:6:7 title 'power' lc rgb '#2ca02c', '' using 8:9:10 title 'power, guard off' lc rgb '#98df8a'");
+        fprintf(f, ", '' using 11:12:13 title 'balanced' lc rgb '#1f77b4', '' using 14:15:16 title 'performance' lc rgb '#d62728'\n");
         fclose(f);
         if (run_gnuplot(gp))
                 printf("\nchart: %s/latency-p99.png\n", outdir);

@@ -339,7 +339,7 @@ static void run_one(const Scenario *sc, unsigned run, Result *r) {
 
         bench_cgroup_create(svc);
         p.t0 = start_load(sc->shape_text);
-        run_daemon_start(&daemon_, peltd, tmp, top, policy);
+        run_daemon_start(&daemon_, peltd, tmp, top, policy, NULL);
         poll_run(sc, &shape, &p, r);
         if (!sc->react) {
                 /* The file follows the rounds within a second: one written after the end. */

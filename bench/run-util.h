@@ -187,10 +187,12 @@ static inline void run_tail(const char *path, unsigned lines) {
 }
 
 /*
- * Starts peltd on the subtree top with policy, every interval at its default, its state and
- * metrics files and its log (appended) in dir; returns once its log says it runs.
+ * Starts peltd on the subtree top with policy, every interval at its default but for the line
+ * extra ([Daemon] KEY=VALUE; NULL: none), its state and metrics files and its log (appended) in
+ * dir; returns once its log says it runs.
  */
-static inline void run_daemon_start(RunDaemon *d, const char *peltd, const char *dir, const char *top, const char *policy) {
+static inline void run_daemon_start(RunDaemon *d, const char *peltd, const char *dir, const char *top, const char *policy,
+                                    const char *extra) {
         char *argv[] = { (char *) peltd, (char *) "--config", d->conf, NULL };
         FILE *f;
         int fd;
@@ -202,7 +204,8 @@ static inline void run_daemon_start(RunDaemon *d, const char *peltd, const char 
         f = fopen(d->conf, "we");
         if (!f)
                 bench_die("writing %s: %s", d->conf, strerror(errno));
-        fprintf(f, "[Daemon]\nPolicy=%s\nCgroupRoot=%s\nStateFile=%s\nMetricsFile=%s\n", policy, top, d->state, d->metrics);
+        fprintf(f, "[Daemon]\nPolicy=%s\nCgroupRoot=%s\nStateFile=%s\nMetricsFile=%s\n%s\n", policy, top, d->state, d->metrics,
+                extra ? extra : "");
         fclose(f);
         fd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         if (fd < 0)

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
+#include <inttypes.h>
 #include <math.h>
 
 #include "policy-place.h"
@@ -26,9 +27,8 @@ static bool big_change(double demand, double planned) {
 }
 
 /*
- * A narrowing that did not hold: within POLICY_NARROW_INTERVAL_USEC of narrowing, before another
- * narrowing is even allowed, a packed group is widened again onto CPUs that narrowing gave up: its
- * demand with the others' load on the narrower set did not fit after all. That is a load sitting
+ * A narrowing that did not hold: within POLICY_HOLD_USEC of narrowing, a packed group is widened
+ * again onto CPUs that narrowing gave up: its demand with the others' load on the narrower set did not fit after all. That is a load sitting
  * on the threshold, its noise crossing it both ways, and narrowing onto that set again would be
  * undone again, every time a narrowing is allowed: flapping, with a steady load. So the group is
  * not narrowed onto that set (or inside it) again until the load there (its demand and the others'
@@ -61,18 +61,18 @@ static void stabilise_waiting(const Planner *p, const PolicyGroup *g, GroupPlan 
 }
 
 /*
- * A narrowing applied now: onto the proposal after a big change of demand, else onto the union of
- * the proposals that held (the widest of them when they are nested), inside the candidates.
+ * A narrowing applied now: onto the union of the proposals that held (the widest of them when they
+ * are nested), inside the candidates.
  */
-static void narrow(GroupPlan *gp, PolicyHistory *h, const CpuMask *cur, bool big, usec_t now, CpuMask *ret) {
+static void narrow(GroupPlan *gp, PolicyHistory *h, const CpuMask *cur, usec_t now, CpuMask *ret) {
         CpuMask target = gp->proposal;
 
-        if (!big)
-                for (unsigned k = 0; k < POLICY_NARROW_HOLD_ROUNDS; k++)
-                        cpumask_or(&target, &target, &h->narrower[k]);
+        for (unsigned k = 0; k < POLICY_NARROW_HOLD_ROUNDS; k++)
+                cpumask_or(&target, &target, &h->narrower[k]);
         cpumask_and(&target, &target, &gp->candidates);
         cpumask_or(&target, &target, &gp->proposal);
         h->narrowed = true;
+        h->narrow_undone = false;
         h->last_narrow_usec = now;
         cpumask_andnot(&h->given_up, cur, &target);
         h->bounced = false;
@@ -80,53 +80,58 @@ static void narrow(GroupPlan *gp, PolicyHistory *h, const CpuMask *cur, bool big
         *ret = target;
 }
 
-/* Why a narrower plan is not applied yet: the interval since the last narrowing, or the hold. */
-static void describe_narrow_wait(GroupPlan *gp, const PolicyHistory *h, bool too_soon, const CpuMask *final, usec_t now) {
-        if (too_soon)
-                reason_append(gp->reason, "; narrowing from %d CPUs waits %.1f s (at most once per %u s)",
-                              cpumask_count(final),
-                              (double) (POLICY_NARROW_INTERVAL_USEC - (now - h->last_narrow_usec)) / USEC_PER_SEC,
-                              (unsigned) (POLICY_NARROW_INTERVAL_USEC / USEC_PER_SEC));
+/* Why a narrower plan is not applied yet: packing stalled it before, or the hold time. */
+static void describe_narrow_wait(GroupPlan *gp, const PolicyHistory *h, usec_t hold, const CpuMask *final, usec_t now) {
+        usec_t held = now - h->narrower_since_usec;
+        double left = held < hold ? (double) (hold - held) / USEC_PER_SEC : 0;
+
+        if (h->stalls > 0)
+                reason_append(gp->reason, "; kept wide: packing stalled it %u times (narrowing to %d CPUs waits %.0f s more)",
+                              h->stalls, cpumask_count(&gp->proposal), left);
         else
-                reason_append(gp->reason, "; keeping %d CPUs until the narrower plan holds (%u of %u rounds)",
-                              cpumask_count(final), h->held_rounds, POLICY_NARROW_HOLD_ROUNDS);
+                reason_append(gp->reason, "; keeping %d CPUs until the narrower plan has held for %.0f s (%.1f s more, %u of %u rounds)",
+                              cpumask_count(final), (double) hold / USEC_PER_SEC, left, MIN(h->held_rounds, (unsigned) POLICY_NARROW_HOLD_ROUNDS),
+                              POLICY_NARROW_HOLD_ROUNDS);
 }
 
 /*
  * A proposal that drops CPUs of the current set cur. Returns true with the narrowed set in *ret
- * when the narrowing is applied this round: it held long enough or demand moved a lot, and the
- * last narrowing is long enough ago. Returns false when the group keeps final (cur and what the
- * proposal adds), with the reason saying why.
+ * when the narrowing is applied this round: narrower proposals held in every round, at least
+ * POLICY_NARROW_HOLD_ROUNDS of them, for the group's hold time (policy_hold_usec()). Returns false
+ * when the group keeps final (cur and what the proposal adds), with the reason saying why.
  */
 static bool try_narrow(const Planner *p, GroupPlan *gp, PolicyHistory *h, const double *others, usec_t now,
                        const CpuMask *cur, const CpuMask *final, CpuMask *ret) {
-        bool big, held, too_soon;
+        usec_t hold = policy_hold_usec(h);
 
         if (narrowing_blocked(p->t, gp, h, others)) {
                 h->held_rounds = 0;
+                h->last_wait_usec = now;
                 reason_append(gp->reason, "; stays on %d CPUs: narrowing to %d did not hold %.0f s ago, not again before the load there drops by more than %.0f%% from %.1f CPUs",
                               cpumask_count(final), cpumask_count(&gp->proposal), (double) (now - h->bounce_usec) / USEC_PER_SEC,
                               POLICY_BIG_CHANGE_RATIO * 100, cpus_of(h->bounce_load));
                 return false;
         }
 
+        if (h->held_rounds == 0)
+                h->narrower_since_usec = now;
         h->narrower[h->held_rounds % POLICY_NARROW_HOLD_ROUNDS] = gp->proposal;
         h->held_rounds++;
 
-        big = h->placed && big_change(gp->demand, h->planned_demand);
-        held = h->held_rounds >= POLICY_NARROW_HOLD_ROUNDS;
-        too_soon = h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC;
-        if ((held || big) && !too_soon) {
-                narrow(gp, h, cur, big, now, ret);
+        /* Groups placed by energy: 3 rounds, and the hold time since the last change (their band is the model's margin). */
+        if (h->held_rounds >= POLICY_NARROW_HOLD_ROUNDS &&
+            (now - h->narrower_since_usec >= hold || (gp->mode == PLACE_CHOOSE && now - h->last_change_usec >= hold))) {
+                narrow(gp, h, cur, now, ret);
                 return true;
         }
-        describe_narrow_wait(gp, h, too_soon, final, now);
+        h->last_wait_usec = now;
+        describe_narrow_wait(gp, h, hold, final, now);
         return false;
 }
 
 /*
- * Widened onto what the last narrowing gave up, before another narrowing was even allowed: the
- * narrowing did not hold. Remembers where and with what load, for narrowing_blocked().
+ * Widened onto what the last narrowing gave up, within POLICY_HOLD_USEC of it: the narrowing did
+ * not hold. Remembers where and with what load, for narrowing_blocked().
  */
 static void note_bounce(const Planner *p, const GroupPlan *gp, PolicyHistory *h, const double *others, usec_t now,
                         const CpuMask *cur, const CpuMask *final) {
@@ -134,7 +139,7 @@ static void note_bounce(const Planner *p, const GroupPlan *gp, PolicyHistory *h,
 
         cpumask_andnot(&regained, final, cur);
         cpumask_and(&regained, &regained, &h->given_up);
-        if (others && !cpumask_empty(&regained) && h->narrowed && now - h->last_narrow_usec < POLICY_NARROW_INTERVAL_USEC) {
+        if (others && !cpumask_empty(&regained) && h->narrowed && now - h->last_narrow_usec < POLICY_HOLD_USEC) {
                 h->bounced = true;
                 h->bounce_cpus = *cur;
                 h->bounce_load = gp->demand + load_on(p->t, others, cur);
@@ -142,17 +147,89 @@ static void note_bounce(const Planner *p, const GroupPlan *gp, PolicyHistory *h,
         }
 }
 
+/* Whether the load on set (the group's demand and the others' there) fills at most 60% of it. */
+static bool pack_fits(const Topology *t, const GroupPlan *gp, const double *others, const CpuMask *set) {
+        double load = gp->demand + (others ? load_on(t, others, set) : 0);
+
+        return load * POLICY_PACK_FIT < energy_set_capacity(t, set) * 1024;
+}
+
+/*
+ * The band: a proposal narrower than cur keeps cores of cur (in packing order) until the load on
+ * it fits the packing line, 60%: one that keeps all of cur is no narrowing. A proposal that does
+ * not narrow is left as it is (widening uses the kernel's 20% margin).
+ */
+static void apply_band(const Planner *p, GroupPlan *gp, const double *others, const CpuMask *cur) {
+        CpuMask set = gp->proposal;
+        int proposed = cpumask_count(&set);
+
+        if (cpumask_subset(cur, &set))
+                return;
+        while (!pack_fits(p->t, gp, others, &set) && widen_one_core(p, cur, &set))
+                ;
+        if (cpumask_subset(cur, &set))
+                reason_append(gp->reason, "; stays on %d CPUs: %d would be over 60%% busy (%.2f CPUs there), the packing line",
+                              cpumask_count(&set), proposed, cpus_of(gp->demand + (others ? load_on(p->t, others, &gp->proposal) : 0)));
+        else if (cpumask_count(&set) != proposed)
+                reason_append(gp->reason, "; %d CPUs, not %d: fewer would be over 60%% busy, the packing line",
+                              cpumask_count(&set), proposed);
+        gp->proposal = set;
+}
+
+/*
+ * The pressure guard fired for a packed group (its threads stalled for CPU) whose demand still
+ * fits its set: packing is what stalled it. Widened at once onto every candidate, and the hold
+ * grows (policy_hold_usec()). Returns false when it is not packed, or when its demand outgrew the
+ * set (the proposal widens it): that is an ordinary widening, which does not hold it wide.
+ */
+static bool widen_stalled(const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h, const CpuMask *cur, CpuMask *ret) {
+        if (g->stall_usec == 0 || cpumask_subset(&gp->candidates, cur) || !cpumask_subset(&gp->proposal, cur))
+                return false;
+        h->stalls++;
+        h->held_rounds = 0;
+        *ret = gp->candidates;
+        reason_append(gp->reason, "; pressure: %" PRIu64 " ms stalled in the last %" PRIu64 " ms: widened to %d CPUs (packing stalled it %u times)",
+                      g->stall_usec / USEC_PER_MSEC, g->stall_window_usec / USEC_PER_MSEC, cpumask_count(ret), h->stalls);
+        return true;
+}
+
+/*
+ * Before a round's rules: a policy change resets the hold; a group put for POLICY_UNDONE_USEC, with
+ * no narrower plan waiting in that time, is back to POLICY_HOLD_USEC. (A group kept wide because
+ * its narrower plans never hold long enough is not "put": were its hold to drop back while the
+ * load goes on as before, it would start flapping again, six changes every ten minutes or so.)
+ */
+static void age_hold(const GroupPlan *gp, PolicyHistory *h, usec_t now) {
+        if (h->placed && h->policy != gp->policy)
+                policy_history_reset_hold(h);
+        h->policy = gp->policy;
+        if (h->changed && now - MAX(h->last_change_usec, h->last_wait_usec) >= POLICY_UNDONE_USEC)
+                h->doublings = 0;
+}
+
+/* After them: a widening within POLICY_UNDONE_USEC of a narrowing doubles the hold (once a narrowing). */
+static void track_hold(PolicyHistory *h, const CpuMask *cur, const CpuMask *final, usec_t now) {
+        CpuMask added;
+
+        cpumask_andnot(&added, final, cur);
+        if (!cpumask_empty(&added) && h->narrowed && !h->narrow_undone && now - h->last_narrow_usec < POLICY_UNDONE_USEC) {
+                h->narrow_undone = true;
+                if (h->doublings < 3)
+                        h->doublings++;
+        }
+}
+
 /*
  * The stability rules. Widening (and dropping CPUs a group may no longer use: offline, isolated,
- * outside its allowed CPUs or of a class its biggest task does not fit) happens at once. A
- * proposal that drops any other CPU of the current set is a narrowing: it is applied when narrower
- * proposals have held for POLICY_NARROW_HOLD_ROUNDS rounds in a row (the set then becomes the
- * union of those proposals, the widest of them when they are nested), or at once when demand
- * moved by more than 25% and 32/1024 since the set was chosen; either way at most once per
- * POLICY_NARROW_INTERVAL_USEC, and for a packed group not back onto a set a narrowing did not
- * hold on (above). Meanwhile the CPUs a proposal adds are added. A group waiting for CPU is never
- * narrowed, and grows by at least one core. others: for a packed group, the load the other groups
- * place in this round's plan, per CPU; NULL for the others.
+ * outside its allowed CPUs or of a class its biggest task does not fit) happens at once; so does
+ * widening onto every candidate when the pressure guard fired for a packed group. A proposal that
+ * drops any other CPU of the current set is a narrowing: it must fit the band (apply_band()), and
+ * it is applied when narrower proposals held in every round for the group's hold time (the set
+ * then becomes the union of the last ones, the widest of them when they are nested), and for a
+ * packed group not back onto a set a narrowing did not hold on (above). Meanwhile the CPUs a
+ * proposal adds are added. A group waiting for CPU is never narrowed, and grows by at least one
+ * core. others: for a packed group, the load the other groups place in this round's plan, per CPU;
+ * NULL for the others.
  */
 static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, PolicyHistory *h, const double *others, usec_t now,
                       CpuMask *ret) {
@@ -160,6 +237,7 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
 
         if (!h->placed)
                 h->bounced = false;
+        age_hold(gp, h, now);
         cur = h->placed ? h->cpus : g->cpus;
         cpumask_and(&cur, &cur, &gp->candidates);
         if (cpumask_empty(&cur)) {
@@ -167,6 +245,13 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
                 *ret = gp->proposal;
                 return;
         }
+        if (widen_stalled(g, gp, h, &cur, ret)) {
+                track_hold(h, &cur, ret, now);
+                return;
+        }
+        /* Groups placed by energy (balanced on asymmetric machines) have their own band: POLICY_CHOICE_MARGIN. */
+        if (!gp->waiting && gp->mode == PLACE_PACK)
+                apply_band(p, gp, others, &cur);
 
         cpumask_andnot(&added, &gp->proposal, &cur);
         cpumask_andnot(&removed, &cur, &gp->proposal);
@@ -176,10 +261,19 @@ static void stabilise(const Planner *p, const PolicyGroup *g, GroupPlan *gp, Pol
                 stabilise_waiting(p, g, gp, h, &added, &removed, &final);
         else if (cpumask_empty(&removed))
                 h->held_rounds = 0;
-        else if (try_narrow(p, gp, h, others, now, &cur, &final, ret))
+        else if (try_narrow(p, gp, h, others, now, &cur, &final, ret)) {
+                track_hold(h, &cur, ret, now);
                 return;
+        }
 
         note_bounce(p, gp, h, others, now, &cur, &final);
+        /*
+         * Groups placed by energy (balanced on asymmetric machines) switch by the model's margin,
+         * POLICY_CHOICE_MARGIN: their hold stays at POLICY_HOLD_USEC, and a narrowing undone
+         * there is the model's call, not a load crossing a line.
+         */
+        if (gp->mode == PLACE_PACK)
+                track_hold(h, &cur, &final, now);
         *ret = final;
 }
 
@@ -282,6 +376,10 @@ int policy_place_with_history(Planner *p, const PolicyGroup *groups, GroupPlan *
 
                 if (!h->placed || !cpumask_equal(&final, &previous))
                         h->planned_demand = gp->demand;
+                if (!cpumask_equal(&final, &previous)) {
+                        h->changed = true;
+                        h->last_change_usec = now;
+                }
                 h->cpus = final;
                 h->placed = true;
                 ret[i].cpus = final;

@@ -20,6 +20,7 @@
  *   manager-bus.c     the D-Bus API (org.peltd1): properties, methods, signals, authorization, the connection
  *   manager-metrics.c the metrics file (MetricsFile=): round counters, a snapshot, its timer
  *   manager-kubelet.c kubelet's CPU manager checkpoint: the CPUs it holds, the groups it places
+ *   manager-pressure.c the pressure guard on packing: whether packed groups stall for CPU
  */
 
 #include <stdbool.h>
@@ -146,6 +147,7 @@ typedef struct RuntimeShares {
 typedef struct Manager Manager;    /* as in peltd/manager.h, which this does not include */
 typedef struct Planning Planning;
 typedef struct ManagerKubelet ManagerKubelet;
+typedef struct Pressure Pressure;
 struct ManagerHooks;
 
 /* Who is told of changes (manager_add_hooks()): the bus and the metrics file, so far. */
@@ -208,6 +210,7 @@ struct Manager {
         ManagerKubelet *kubelet;     /* KubeletCpuManagerState=: what its checkpoint says (manager-kubelet.c) */
         uint64_t n_rounds;
         Planning *planning;          /* the planner's input and output, kept between rounds (manager.c) */
+        Pressure *pressure;          /* the pressure guard's state per group (manager-pressure.c) */
 
         /* The runtime settings (manager_set_policy(), manager_set_group_shares()), kept until the daemon stops. */
         Policy runtime_policy;       /* SetPolicy; POLICY_INVALID: none (then --policy, then Policy=) */
@@ -432,3 +435,17 @@ GroupOwner manager_kubelet_owner(const Manager *m, const char *path, char *reaso
  * group owned elsewhere for another reason keeps that judgement.
  */
 void manager_kubelet_judge(Manager *m, ManagedGroup *g);
+
+/* manager-pressure.c */
+
+void pressure_free(Pressure *p);
+/*
+ * Each group round, after the groups are read: for every packed group, whether it stalled for CPU
+ * (ManagedGroup.pressure_usec updated). sg: the sampler's groups, lined up with m->groups.
+ * 0 or -ENOMEM.
+ */
+int manager_pressure_round(Manager *m, const SampledGroup *sg, size_t n);
+/* The guard's word on m->groups[group_index] for the planner: PolicyGroup.stall_usec and its window. */
+void manager_pressure_input(const Manager *m, size_t group_index, PolicyGroup *pg);
+/* Reload: the holds the guard set are forgotten. */
+void manager_pressure_reset(Manager *m);

@@ -48,6 +48,7 @@ Manager *manager_free(Manager *m) {
         free(m->histories);
         planning_free(m->planning);
         manager_kubelet_free(m);
+        pressure_free(m->pressure);
         originals_free(m->originals);
         subtree_lock_free(m->subtree_lock);
         if (m->lock_fd >= 0)
@@ -267,13 +268,15 @@ typedef struct PlanKey {
         unsigned nr_threads, info_gen;
         bool pinned_narrower;
         GroupOwner owner;
+        usec_t stall_usec;
 } PlanKey;
 
 static bool plan_key_equal(const PlanKey *a, const PlanKey *b) {
         return a->util == b->util && a->runnable == b->runnable && a->load == b->load &&
                a->max_task_util == b->max_task_util && a->avg_slice_usec == b->avg_slice_usec && a->shares == b->shares &&
                a->override_shares == b->override_shares && a->config == b->config && a->nr_threads == b->nr_threads &&
-               a->info_gen == b->info_gen && a->pinned_narrower == b->pinned_narrower && a->owner == b->owner;
+               a->info_gen == b->info_gen && a->pinned_narrower == b->pinned_narrower && a->owner == b->owner &&
+               a->stall_usec == b->stall_usec;
 }
 
 static bool plan_result_equal(const PolicyResult *a, const PolicyResult *b) {
@@ -395,11 +398,13 @@ static size_t plan_inputs(Manager *m, const SampledGroup *sg, size_t n) {
                         .owner = g->owner,
                         .config = config_find_group(m->config, g->path),
                 };
+                manager_pressure_input(m, i, p);
                 a->keys[k] = (PlanKey){
                         .util = p->util, .runnable = p->runnable, .load = p->load, .max_task_util = p->max_task_util,
                         .avg_slice_usec = p->avg_slice_usec, .shares = p->shares, .config = p->config,
                         .nr_threads = p->nr_threads, .info_gen = g->info_gen, .pinned_narrower = p->pinned_narrower,
                         .owner = p->owner,
+                        .stall_usec = p->stall_usec,
                 };
                 /* SetGroupShares wins over Shares=; taken back with no Shares=, the original goes back once. */
                 rt = runtime_shares(m, g->path);
@@ -541,6 +546,9 @@ static int plan_and_apply(Manager *m, bool task_round) {
         if (task_round)
                 manager_follow_renames(m);
         manager_read_groups(m, task_round);
+        r = manager_pressure_round(m, sg, n);
+        if (r < 0)
+                return r;
         if (task_round && m->task_tracking)
                 manager_collect_threads(m);
 
@@ -924,6 +932,7 @@ static int reload(Manager *m, char **ret_message) {
                 log_oom();
         if (r != 0)
                 planning_invalidate(m);
+        manager_pressure_reset(m);
         /* SetPolicy holds across reloads: where it differs from Policy=, the line says which wins. */
         runtime_overrides = m->runtime_policy != POLICY_INVALID && m->runtime_policy != m->config->policy;
         for (size_t i = 0; i < m->n_groups; i++)

@@ -841,6 +841,7 @@ size_t sampling_groups(Sampling *s, SampledGroup **ret) {
                         .nr_tasks = g->nr_tasks,
                         .shares = d->tg.shares,
                         .throttled_ns = d->throttled_growth_ns,
+                        .usage_ns = g->have_usage ? g->usage_ns : 0,
                 };
         }
         *ret = s->out_groups;

@@ -39,9 +39,10 @@ cleanup() {
 
 alive() { [[ -n $daemon_pid ]] && kill -0 "$daemon_pid" 2>/dev/null; }
 
-# start_workload GROUP: one thread at 15% in GROUP (four of them fit one CPU: power packs them)
+# start_workload GROUP: one thread at 10% in GROUP (four of them fill one CPU by less than the 60%
+# packing line, with their 3-round maxima: power packs them all)
 start_workload() {
-        "$duty" 1 10000 15 >/dev/null &
+        "$duty" 1 10000 10 >/dev/null &
         workload_pid[$1]=$!
         cg_attach "/$id/$1" "${workload_pid[$1]}"
 }

@@ -589,9 +589,9 @@ static void run_round(Run *run) {
                 run->changes++;
                 cpumask_andnot(&removed, &before, &run->r.cpus);
                 if (!cpumask_empty(&removed)) {
-                        /* At most once per 10 s (the first placement narrows from every CPU). */
+                        /* At most once per hold time, 10 s (the first placement narrows from every CPU). */
                         if (run->narrowed)
-                                assert_true(now - run->last_narrowing >= POLICY_NARROW_INTERVAL_USEC);
+                                assert_true(now - run->last_narrowing >= POLICY_HOLD_USEC);
                         run->narrowed = true;
                         run->last_narrowing = now;
                         run->narrowings++;
@@ -631,54 +631,285 @@ static void test_outgrown_group_widened_next_round(void **state) {
         }
 }
 
-static void test_narrowing_holds_three_rounds_and_waits_ten_seconds(void **state) {
+/* Runs rounds until the group is on `cores` cores (at most max rounds); returns the rounds it took. */
+static unsigned run_until_cores(Run *run, int cores, unsigned max) {
+        unsigned start = run->round;
+
+        while (cores_touched(run->t, &run->r.cpus) != cores && run->round < start + max)
+                run_round(run);
+        return run->round - start;
+}
+
+static void test_narrowing_waits_for_the_hold_time(void **state) {
         _unused_ void *s = state;
         Topology *t = shape("x86-2s-big");
+        /* Each narrowing undone by a widening doubles the hold: 10, 20, 40 s, then 60 s at most. */
+        const unsigned hold_s[] = { 10, 20, 40, 60, 60 };
         Run run;
-        unsigned start;
+        unsigned took;
 
-        /* 1000 needs two cores (983 fit one); 950 needs one, a change of 5%: not a big one. */
+        /* 1000 needs two cores (983 fit one); 700 fills one core's 1228 by 57%: inside the packing line. */
         run_init(&run, t, POLICY_POWER, 1000, 8);
-        /* Past 10 s: the first placement (from every CPU) was a narrowing too. */
-        while (run.round < 150)
-                run_round(&run);
-        assert_int_equal(run.narrowings, 1);
+        /* The first placement (from every CPU) waits for no hold: 1 s of history and 3 rounds. */
+        took = run_until_cores(&run, 2, 100);
         assert_int_equal(cores_touched(t, &run.r.cpus), 2);
-        run.g.util = run.g.runnable = 950;
-        start = run.round;
-        while (cores_touched(t, &run.r.cpus) == 2 && run.round < start + 50)
-                run_round(&run);
-        /* Demand is the maximum of 3 rounds: the proposal narrows in the 3rd round, holds 3 rounds. */
-        assert_int_equal(run.round - start, 5);
-        assert_int_equal(cores_touched(t, &run.r.cpus), 1);
+        assert_true(took <= 10 + POLICY_NARROW_HOLD_ROUNDS);
+        assert_int_equal(run.h.doublings, 0);
+        assert_int_equal(policy_hold_usec(&run.h), POLICY_HOLD_USEC);
 
-        /* Widen again at once, then a big drop: narrowing waits for 10 s after the last one. */
-        run.g.util = run.g.runnable = 4000;
-        run_round(&run);
-        assert_true(util_fits_capacity(4000, energy_set_capacity(t, &run.r.cpus)));
-        run.g.util = run.g.runnable = 500;
-        start = run.round;
-        while (cores_touched(t, &run.r.cpus) > 1 && run.round < start + 200)
+        for (size_t k = 0; k < ELEMENTSOF(hold_s); k++) {
+                run.g.util = run.g.runnable = 700;
+                took = run_until_cores(&run, 1, 1000);
+                assert_int_equal(cores_touched(t, &run.r.cpus), 1);
+                /* The 3-round maximum drops in the 3rd round; the narrower plan then holds for the hold time. */
+                assert_int_equal(took, 2 + hold_s[k] * 10 + 1);
+                /* Widened again at once: the narrowing did not hold, the hold doubles. */
+                run.g.util = run.g.runnable = 1000;
                 run_round(&run);
-        assert_true((run.round - start) * ROUND_USEC >= POLICY_NARROW_INTERVAL_USEC - 2 * ROUND_USEC);
+                assert_int_equal(cores_touched(t, &run.r.cpus), 2);
+                /* Demand stays at the 3-round maximum for 2 more rounds. */
+                run_round(&run);
+                run_round(&run);
+        }
+        /* Put, with nothing waiting, for 10 min: back to 10 s. */
+        while (run.round * ROUND_USEC < run.h.last_change_usec + POLICY_UNDONE_USEC + ROUND_USEC)
+                run_round(&run);
+        run.g.util = run.g.runnable = 700;
+        assert_int_equal(run_until_cores(&run, 1, 1000), 2 + 10 * 10 + 1);
         topo_build_free(t);
 }
 
-static void test_big_demand_drop_narrows_at_once(void **state) {
+/* The hold time, as the history says it, on struct literals. */
+static void test_hold_time_arithmetic(void **state) {
+        _unused_ void *s = state;
+
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){}), 0);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .changed = true }), 10 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .changed = true, .doublings = 1 }), 20 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .changed = true, .doublings = 2 }), 40 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .changed = true, .doublings = 3 }), 60 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .changed = true, .doublings = 9 }), 60 * USEC_PER_SEC);
+        /* The pressure guard: 10 min, doubled by each further widening, at most 4 h. */
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .stalls = 1 }), 600 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .changed = true, .stalls = 2 }), 1200 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .stalls = 5 }), 9600 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .stalls = 6 }), 14400 * USEC_PER_SEC);
+        assert_int_equal(policy_hold_usec(&(PolicyHistory){ .stalls = 1000 }), 14400 * USEC_PER_SEC);
+        {
+                PolicyHistory h = { .changed = true, .doublings = 3, .stalls = 4, .narrow_undone = true };
+
+                policy_history_reset_hold(&h);
+                assert_int_equal(policy_hold_usec(&h), 0);
+        }
+}
+
+static void test_policy_change_resets_the_hold(void **state) {
         _unused_ void *s = state;
         Topology *t = shape("x86-2s-big");
         Run run;
+
+        run_init(&run, t, POLICY_POWER, 1000, 8);
+        run_until_cores(&run, 2, 100);
+        /* Undone twice: 40 s. */
+        for (unsigned k = 0; k < 2; k++) {
+                run.g.util = run.g.runnable = 700;
+                run_until_cores(&run, 1, 1000);
+                run.g.util = run.g.runnable = 1000;
+                for (unsigned r = 0; r < 3; r++)
+                        run_round(&run);
+        }
+        assert_int_equal(policy_hold_usec(&run.h), 40 * USEC_PER_SEC);
+        /* performance spreads, power again: the hold is as for a group never changed. */
+        run.params.policy = POLICY_PERFORMANCE;
+        run_round(&run);
+        assert_int_equal(cores_touched(t, &run.r.cpus), 20);
+        run.params.policy = POLICY_POWER;
+        run.narrowed = false; /* the harness's check of one narrowing per hold does not span policies */
+        assert_int_equal(run_until_cores(&run, 2, 100), POLICY_NARROW_HOLD_ROUNDS);
+        topo_build_free(t);
+}
+
+/*
+ * Loads through time, one group on a machine, as the daemon plans them: 100 ms rounds, each round's
+ * set the group's cpuset in the next. util(round) gives its load in CPUs (noise added: ±3%).
+ */
+typedef struct Wave {
+        const char *name;
+        double low, high;            /* CPUs */
+        unsigned low_rounds, high_rounds; /* 0 high_rounds: a random walk between low and high */
+} Wave;
+
+static double wave_util(const Wave *w, unsigned round, double *walk, uint64_t *rng) {
+        double noise;
+
+        *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        noise = ((double) (*rng >> 11) / (double) (UINT64_C(1) << 53) * 2.0 - 1.0) * 0.03;
+        if (w->high_rounds == 0) {
+                /* A random walk: ±0.03 CPUs a round, kept between low and high. */
+                *walk += noise;
+                *walk = MIN(MAX(*walk, w->low), w->high);
+                return *walk * 1024;
+        }
+        return (round % (w->low_rounds + w->high_rounds) < w->low_rounds ? w->low : w->high) * (1.0 + noise) * 1024;
+}
+
+/* Placement changes in an hour after the first placement (the first change). */
+static unsigned wave_changes_per_hour(const Topology *t, const Wave *w) {
+        Run run;
+        double walk = (w->low + w->high) / 2;
+        uint64_t rng = 7;
+        unsigned first = 0;
+
+        run_init(&run, t, POLICY_POWER, w->low * 1024, 4);
+        while (run.round < 36000 + 20) {
+                run.g.util = run.g.runnable = wave_util(w, run.round, &walk, &rng);
+                run_round(&run);
+                if (first == 0 && run.changes > 0)
+                        first = run.changes;
+        }
+        return run.changes - first;
+}
+
+static void test_loads_through_an_hour_change_little(void **state) {
+        _unused_ void *s = state;
+        const Wave waves[] = {
+                { "square 0.6 <-> 1.0, period 4 s", 0.6, 1.0, 20, 20 },
+                { "square 0.4 <-> 0.7, period 4 s", 0.4, 0.7, 20, 20 },
+                { "square 0.3 <-> 1.5, period 20 s", 0.3, 1.5, 100, 100 },
+                { "square 0.3 <-> 1.5, 50 s low, 10 s high", 0.3, 1.5, 500, 100 },
+                { "square 0.2 <-> 1.2, 30 s low, 2 s high", 0.2, 1.2, 300, 20 },
+                { "random walk 0.5 - 1.1", 0.5, 1.1, 0, 0 },
+        };
+
+        for (size_t k = 0; k < ELEMENTSOF(waves); k++) {
+                Topology *t = topo_build_smp(1, 2, 1, TOPO_NUMBER_LINEAR);
+                unsigned changes = wave_changes_per_hour(t, &waves[k]);
+
+                print_message("%s: %u placement changes in an hour\n", waves[k].name, changes);
+                assert_true(changes <= 6);
+                topo_build_free(t);
+        }
+}
+
+static void test_load_that_drops_for_good_is_packed_within_a_minute(void **state) {
+        _unused_ void *s = state;
+        Topology *t = topo_build_smp(1, 2, 1, TOPO_NUMBER_LINEAR);
+        const Wave w = { "square 0.3 <-> 1.5, 50 s low, 10 s high", 0.3, 1.5, 500, 100 };
+        double walk = 0;
+        uint64_t rng = 7;
+        Run run;
         unsigned start;
 
-        run_init(&run, t, POLICY_POWER, 6000, 16);
-        while (run.round < 200)
+        /* Half an hour of a load that keeps coming back: the hold is at its longest. */
+        run_init(&run, t, POLICY_POWER, 300, 4);
+        while (run.round < 18000 || cpumask_count(&run.r.cpus) != 2) {
+                run.g.util = run.g.runnable = wave_util(&w, run.round, &walk, &rng);
                 run_round(&run);
-        run.g.util = run.g.runnable = 1000;
+        }
+        /* It drops for good. */
         start = run.round;
-        while (cores_touched(t, &run.r.cpus) > 2 && run.round < start + 50)
+        while (cpumask_count(&run.r.cpus) == 2 && run.round < start + 1000) {
+                run.g.util = run.g.runnable = 0.3 * 1024;
                 run_round(&run);
-        /* Once the 3-round maximum has dropped (3 rounds), at once: no 3-round hold. */
-        assert_int_equal(run.round - start, 3);
+        }
+        assert_int_equal(cpumask_count(&run.r.cpus), 1);
+        assert_true((run.round - start) * ROUND_USEC <= 60 * USEC_PER_SEC + 3 * ROUND_USEC);
+        topo_build_free(t);
+}
+
+static void test_step_up_widened_next_round(void **state) {
+        _unused_ void *s = state;
+        Topology *t = topo_build_smp(1, 2, 1, TOPO_NUMBER_LINEAR);
+        Run run;
+
+        run_init(&run, t, POLICY_POWER, 300, 2);
+        while (run.round < 50)
+                run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 1);
+        /* 0.85 CPUs: over the kernel's 80% margin of one CPU (the packing line is 60%). */
+        run.g.util = run.g.runnable = 870;
+        run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 2);
+        topo_build_free(t);
+}
+
+/* Between the lines: not packed onto one CPU, and not widened off it either once there. */
+static void test_band_between_pack_and_widen_lines(void **state) {
+        _unused_ void *s = state;
+        Topology *t = topo_build_smp(1, 2, 1, TOPO_NUMBER_LINEAR);
+        Run run;
+
+        /* 0.7 CPUs fits one CPU by the kernel's margin (0.8), not by the packing line (0.6). */
+        run_init(&run, t, POLICY_POWER, 717, 2);
+        while (run.round < 600)
+                run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 2);
+        assert_int_equal(run.changes, 0);
+        assert_non_null(strstr(run.r.reason, "the packing line"));
+
+        /* 0.5 CPUs is packed; back at 0.7 it stays packed. */
+        run.g.util = run.g.runnable = 512;
+        while (run.round < 700)
+                run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 1);
+        run.g.util = run.g.runnable = 717;
+        while (run.round < 1300)
+                run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 1);
+        topo_build_free(t);
+}
+
+/* The pressure guard fired: widened in that round, kept wide for 10 min, then 20 min after the next. */
+static void test_pressure_guard_widens_and_keeps_wide(void **state) {
+        _unused_ void *s = state;
+        Topology *t = topo_build_smp(1, 2, 1, TOPO_NUMBER_LINEAR);
+        Run run;
+        unsigned start;
+
+        run_init(&run, t, POLICY_POWER, 200, 2);
+        while (run.round < 50)
+                run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 1);
+
+        for (unsigned stalls = 1; stalls <= 2; stalls++) {
+                run.g.stall_usec = 230 * USEC_PER_MSEC;
+                run.g.stall_window_usec = USEC_PER_SEC;
+                run_round(&run);
+                run.g.stall_usec = 0;
+                assert_int_equal(cpumask_count(&run.r.cpus), 2);
+                assert_non_null(strstr(run.r.reason, "pressure: 230 ms stalled in the last 1000 ms"));
+                run_round(&run);
+                assert_non_null(strstr(run.r.reason, "kept wide: packing stalled it"));
+                start = run.round;
+                run.narrowed = false;
+                while (cpumask_count(&run.r.cpus) == 2 && run.round < start + 30000)
+                        run_round(&run);
+                assert_int_equal(cpumask_count(&run.r.cpus), 1);
+                assert_true((run.round - start + 1) * ROUND_USEC >= (stalls == 1 ? 600 : 1200) * USEC_PER_SEC);
+                assert_true((run.round - start) * ROUND_USEC <= (stalls == 1 ? 601 : 1201) * USEC_PER_SEC);
+        }
+        /* A stall in the round its demand outgrew the set: an ordinary widening, no hold of the guard's. */
+        run.params.policy = POLICY_PERFORMANCE;
+        run_round(&run);
+        run.params.policy = POLICY_POWER;
+        run.narrowed = false;
+        while (cpumask_count(&run.r.cpus) == 2 && run.round < start + 30000 + 100)
+                run_round(&run);
+        assert_int_equal(cpumask_count(&run.r.cpus), 1);
+        run.g.util = run.g.runnable = 1500;
+        run.g.stall_usec = 400 * USEC_PER_MSEC;
+        run_round(&run);
+        run.g.stall_usec = 0;
+        assert_int_equal(cpumask_count(&run.r.cpus), 2);
+        assert_null(strstr(run.r.reason, "pressure:"));
+        assert_int_equal(run.h.stalls, 0);
+
+        /* A group that is not packed: the guard has nothing to widen. */
+        run.params.policy = POLICY_PERFORMANCE;
+        run_round(&run);
+        run.g.stall_usec = 500 * USEC_PER_MSEC;
+        run_round(&run);
+        assert_null(strstr(run.r.reason, "pressure:"));
         topo_build_free(t);
 }
 
@@ -1264,8 +1495,14 @@ int main(void) {
                 cmocka_unit_test(test_contention_fair_share_by_shares),
                 cmocka_unit_test(test_no_placement_before_one_second),
                 cmocka_unit_test(test_outgrown_group_widened_next_round),
-                cmocka_unit_test(test_narrowing_holds_three_rounds_and_waits_ten_seconds),
-                cmocka_unit_test(test_big_demand_drop_narrows_at_once),
+                cmocka_unit_test(test_narrowing_waits_for_the_hold_time),
+                cmocka_unit_test(test_hold_time_arithmetic),
+                cmocka_unit_test(test_policy_change_resets_the_hold),
+                cmocka_unit_test(test_loads_through_an_hour_change_little),
+                cmocka_unit_test(test_load_that_drops_for_good_is_packed_within_a_minute),
+                cmocka_unit_test(test_step_up_widened_next_round),
+                cmocka_unit_test(test_band_between_pack_and_widen_lines),
+                cmocka_unit_test(test_pressure_guard_widens_and_keeps_wide),
                 cmocka_unit_test(test_waiting_group_widened),
                 cmocka_unit_test(test_no_flapping_around_thresholds),
                 cmocka_unit_test(test_steady_load_settles),

@@ -19,11 +19,38 @@
 
 /* No placement before a group has this much history: averages need time to mean something. */
 #define POLICY_MIN_HISTORY_USEC (1 * USEC_PER_SEC)
-/* A narrower plan must hold this many rounds in a row before it is applied... */
+/*
+ * Pack slowly, unpack at once. A narrower plan is applied only when it has held in every round,
+ * at least this many rounds, for the group's hold time:
+ *   - none for a group peltd has not changed yet, and after a policy change (the 1 s of history
+ *     and the rounds suffice);
+ *   - POLICY_HOLD_USEC after any change: a load whose low phases are shorter than that is never
+ *     packed;
+ *   - doubled each time a widening undoes a narrowing within POLICY_UNDONE_USEC (20 s, 40 s, at
+ *     most POLICY_HOLD_MAX_USEC), and back to POLICY_HOLD_USEC once the group stayed put, with no
+ *     narrower plan waiting, for POLICY_UNDONE_USEC: a load that keeps coming back costs at most one narrowing and one
+ *     widening a minute while it does, and fewer the longer its low phases are; one that drops
+ *     for good is packed again within a minute;
+ *   - after a widening by the pressure guard, POLICY_STALL_HOLD_USEC, doubled by each further one
+ *     (at most POLICY_STALL_HOLD_MAX_USEC): packing is what stalled it, and trying again soon only
+ *     stalls it again. A policy change or a Reload resets it.
+ */
 #define POLICY_NARROW_HOLD_ROUNDS 3
-/* ...and a group is narrowed at most once per this long. */
-#define POLICY_NARROW_INTERVAL_USEC (10 * USEC_PER_SEC)
-/* Unless demand moved by more than 25% and 32/1024 since the set was chosen: then at once. */
+#define POLICY_HOLD_USEC (10 * USEC_PER_SEC)
+#define POLICY_HOLD_MAX_USEC (60 * USEC_PER_SEC)
+#define POLICY_UNDONE_USEC (10 * 60 * USEC_PER_SEC)
+#define POLICY_STALL_HOLD_USEC (10 * 60 * USEC_PER_SEC)
+#define POLICY_STALL_HOLD_MAX_USEC (4 * 3600 * USEC_PER_SEC)
+/*
+ * The band. A set is wide enough while the kernel's 20% margin holds (util * 1280 < capacity *
+ * 1024: above that the group is widened at once), but a group is packed onto a narrower set only
+ * when it fills at most 60% of it (util * POLICY_PACK_FIT < capacity * 1024): a load must grow by
+ * a third after packing before it is widened again. The 20 points between the two lines are more
+ * than a steady load's noise in its 3-round maximum (a few percent of a CPU here), and the 0.6 <->
+ * 1.0 CPU square wave that flapped around one 0.8 line on one CPU never reaches the packing line.
+ */
+#define POLICY_PACK_FIT 1707
+/* A narrowing back onto a set it did not hold on waits until the load there moved by more than 25% and 32/1024. */
 #define POLICY_BIG_CHANGE_RATIO 0.25
 #define POLICY_BIG_CHANGE_UTIL 32.0
 /* Demand for planning is the maximum util over this many rounds (bursty work must not look small). */
@@ -70,6 +97,9 @@ typedef struct PolicyGroup {
         bool pinned_narrower;        /* threads pin themselves (sched_setaffinity) narrower than the cpuset */
         GroupOwner owner;            /* OWNER_NONE: peltd's to place; else left alone, its demand counted on cpus */
         const GroupConfig *config;   /* [Group PATH] overrides, or NULL */
+        /* The pressure guard fired for it (a packed group): its threads stalled this long in the last window. */
+        usec_t stall_usec;           /* 0: it did not fire */
+        usec_t stall_window_usec;
 } PolicyGroup;
 
 /* What the planner keeps per group between rounds; zero-initialise it for a new group. */
@@ -92,6 +122,16 @@ typedef struct PolicyHistory {
         double bounce_load;          /* its demand and the others' load there then, */
         usec_t bounce_usec;          /* and when */
         PolicyChoice choice;         /* balanced on asymmetric machines: the last choice */
+
+        /* The hold time (POLICY_HOLD_USEC above). */
+        Policy policy;               /* the policy it was last planned under: another one resets the hold */
+        bool changed;                /* its set was changed since it was first seen, or since the policy changed */
+        usec_t last_change_usec;     /* when, the last time */
+        usec_t narrower_since_usec;  /* the first round of the narrower proposals held_rounds counts */
+        usec_t last_wait_usec;       /* the last round a narrower plan waited (hold, bounce) */
+        bool narrow_undone;          /* the last narrowing was undone by a widening (counted in doublings) */
+        unsigned doublings;          /* the hold time is POLICY_HOLD_USEC doubled this often, at most POLICY_HOLD_MAX_USEC */
+        unsigned stalls;             /* widenings by the pressure guard since the policy changed or a Reload */
 } PolicyHistory;
 
 typedef struct PolicyParams {
@@ -110,3 +150,30 @@ typedef struct PolicyResult {
         double demand;               /* the util it was planned for */
         char reason[POLICY_REASON_MAX];
 } PolicyResult;
+
+/*
+ * The hold time of a group with history h (POLICY_HOLD_USEC above): how long a narrower plan must
+ * have held before it is applied.
+ */
+static inline usec_t policy_hold_usec(const PolicyHistory *h) {
+        if (h->stalls > 0) {
+                usec_t hold = POLICY_STALL_HOLD_USEC;
+
+                for (unsigned k = 1; k < h->stalls && hold < POLICY_STALL_HOLD_MAX_USEC; k++)
+                        hold *= 2;
+                return hold < POLICY_STALL_HOLD_MAX_USEC ? hold : POLICY_STALL_HOLD_MAX_USEC;
+        }
+        if (!h->changed)
+                return 0;
+        if (h->doublings >= 3)
+                return POLICY_HOLD_MAX_USEC;
+        return POLICY_HOLD_USEC << h->doublings;
+}
+
+/* A policy change or a Reload: the hold starts again as for a group peltd has not changed yet. */
+static inline void policy_history_reset_hold(PolicyHistory *h) {
+        h->changed = false;
+        h->doublings = 0;
+        h->stalls = 0;
+        h->narrow_undone = false;
+}

@@ -62,6 +62,7 @@ typedef struct SampledGroup {
         size_t nr_tasks;
         uint64_t shares;
         uint64_t throttled_ns;       /* growth of its throttled counter since it was found */
+        uint64_t usage_ns;           /* its usage counter as last read (v1 cpuacct.usage); 0: unknown */
 } SampledGroup;
 
 typedef struct Sampling Sampling;
