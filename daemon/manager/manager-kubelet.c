@@ -195,8 +195,12 @@ void manager_kubelet_judge(Manager *m, ManagedGroup *g) {
         char reason[POLICY_REASON_MAX];
         GroupOwner o = manager_kubelet_owner(m, g->path, reason, sizeof reason);
 
-        /* Owned elsewhere for another reason (set before peltd, written, pinned): that judgement stands. */
-        if (g->owned_why != OWNED_NOT && g->owned_why != OWNED_KUBELET)
+        /*
+         * kubelet's word comes first under kubepods (its containers' cpusets are set before peltd
+         * anyway); elsewhere a group owned for another reason (set before peltd, written, pinned)
+         * keeps that judgement.
+         */
+        if (o != OWNER_KUBELET && g->owned_why != OWNED_NOT && g->owned_why != OWNED_KUBELET)
                 return;
         if (o == OWNER_KUBELET) {
                 /* Said as every group owned elsewhere is, when it is left alone ("Leaving ... alone"). */
@@ -206,9 +210,10 @@ void manager_kubelet_judge(Manager *m, ManagedGroup *g) {
                 return;
         }
         if (g->owned_why == OWNED_KUBELET) {
-                log_info("%s is peltd's to place again: kubelet's CPU manager no longer places it.", g->path);
+                log_info("%s is no longer kubelet's: kubelet's CPU manager no longer places it.", g->path);
                 g->owner = OWNER_NONE;
                 g->owned_why = OWNED_NOT;
                 g->owner_reason[0] = '\0';
+                g->judge_owner = true; /* whether someone else set its cpuset is judged at its next read */
         }
 }

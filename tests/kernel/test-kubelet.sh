@@ -106,7 +106,7 @@ write_config power "KubeletCpuManagerState=$checkpoint" "Groups=/$id/web /$id/ku
 start_daemon
 said() { grep -q -- "$1" "$log"; }
 check "the checkpoint read at start: CPU 1 held" wait_for 5 said "^kubelet's CPU manager checkpoint $checkpoint: policy static, CPUs 1 held by 1 container\.$"
-check "the pods left to kubelet" wait_for 5 said "^Leaving /$id/$pod3 alone: under kubepods: kubelet's CPU manager (policy static) places it\.$"
+check "the pods left to kubelet" wait_for 5 said "^Leaving /$id/$pod3 alone: owned elsewhere (kubelet): under kubepods: kubelet's CPU manager (policy static) places it\.$"
 check "power: web packed on CPU 0" wait_for 10 eval '[[ $(cpus_of web) == 0 ]]'
 
 sed -i 's/^Policy=power$/Policy=performance/' "$conf"
@@ -141,7 +141,7 @@ put_checkpoint "{\"policyName\":\"static\",\"defaultCpuSet\":\"0\",\"entries\":{
 sed -i 's/^Policy=performance$/Policy=power/' "$conf"
 start_daemon
 check "a broken checkpoint said, with why" wait_for 5 said "^$checkpoint: entries\.$uid\.app: \"1-\" is not a CPU list; every group under kubepods is left alone until it parses\.$"
-check "the pods left alone, and why" wait_for 5 said "^Leaving /$id/$pod3 alone: under kubepods, and kubelet's CPU manager checkpoint $checkpoint does not parse: left alone until it does\.$"
+check "the pods left alone, and why" wait_for 5 said "^Leaving /$id/$pod3 alone: owned elsewhere (kubelet): under kubepods, and kubelet's CPU manager checkpoint $checkpoint does not parse: left alone until it does\.$"
 check "power: web placed" wait_for 10 eval 'grep -q "^/$id/web: CPUs " "$log"'
 hold_for 0.5
 check "the broken checkpoint said once" eval '[[ $(grep -c "is not a CPU list" "$log") == 1 ]]'
