@@ -7,9 +7,12 @@
  * its children; private_bus_stop() ends the daemon and removes its directory.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,6 +23,23 @@ typedef struct PrivateBus {
         char address[256];
         pid_t pid;
 } PrivateBus;
+
+static inline bool private_bus_listening(const char *sock) {
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        bool ok;
+
+        if (fd < 0)
+                return false;
+        if (strlen(sock) >= sizeof sa.sun_path) {
+                close(fd);
+                return false;
+        }
+        memcpy(sa.sun_path, sock, strlen(sock) + 1);
+        ok = connect(fd, (const struct sockaddr *) &sa, sizeof sa) == 0;
+        close(fd);
+        return ok;
+}
 
 static inline int private_bus_start(PrivateBus *b) {
         char conf[128], sock[128];
@@ -64,10 +84,13 @@ static inline int private_bus_start(PrivateBus *b) {
                        (char *) NULL);
                 _exit(127);
         }
-        /* Wait for the socket, at most 5 s. */
-        for (int i = 0; i < 500 && access(sock, F_OK) < 0; i++)
+        /*
+         * Wait, at most 5 s, until the socket takes a connection: it is there once bound, but
+         * refuses connections (ECONNREFUSED) until the daemon listens.
+         */
+        for (int i = 0; i < 500 && !private_bus_listening(sock); i++)
                 usleep(10000);
-        if (access(sock, F_OK) < 0)
+        if (!private_bus_listening(sock))
                 return -1;
         snprintf(b->address, sizeof b->address, "unix:path=%s", sock);
         setenv("DBUS_SYSTEM_BUS_ADDRESS", b->address, 1);
