@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /* "peltctl top" (peltctl-top.h): the frame from peltctl-table.c, on a terminal with ncurses. */
 #include <curses.h>
+#include <term.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,10 +116,19 @@ static int draw(Frame *f) {
 
 /* The live view until q, or until the daemon goes away (exit 1, said after the screen is put back). */
 static int run_live(sd_bus *bus, Frame *f) {
-        int r = 0, ch, level = log_get_max_level();
+        int r = 0, ch, err = 0, level = log_get_max_level();
         SCREEN *screen;
 
-        /* Not initscr(): it exits the program when the terminal is unknown. */
+        /*
+         * Not initscr(): it exits the program when the terminal is unknown. The terminal looked up
+         * first: a newterm() that fails leaves what it allocated behind.
+         */
+        if (setupterm(NULL, STDOUT_FILENO, &err) != OK) {
+                log_error("Cannot drive the terminal \"%s\" for top; peltctl top --once prints one frame.",
+                          strna(getenv("TERM")));
+                return EXIT_FAILURE;
+        }
+        (void) del_curterm(cur_term);
         screen = newterm(NULL, stdout, stdin);
         if (!screen) {
                 log_error("Cannot drive the terminal \"%s\" for top; peltctl top --once prints one frame.",
