@@ -302,6 +302,12 @@ bool manager_take_renamed(Manager *m, ManagedGroup *gone, PolicyHistory *gone_hi
         ManagedGroup taken;
         uint64_t ino;
 
+        /*
+         * At the same path it is made again, not renamed: a directory removed and made again may get
+         * its old inode number back (the soak's churn shows it).
+         */
+        if (streq(gone->path, fresh->path))
+                return false;
         if (!r || gone->dirs[u].ino == 0 || dir_inode(r, fresh->path, &ino) < 0 || ino != gone->dirs[u].ino)
                 return false;
         log_info("%s was renamed to %s: the same group, its placement and history kept.", gone->path, fresh->path);
