@@ -83,6 +83,8 @@ write_config() {
                 echo "TaskSampleIntervalMSec=200"
                 echo "StateFile=$state"
                 echo "MetricsFile=${metrics_file:-}"
+                # PELTD_TEST_CONFIG_EXTRA: lines a harness adds to every configuration (the guest: no pressure guard).
+                [[ -z ${PELTD_TEST_CONFIG_EXTRA:-} ]] || printf '%s\n' "$PELTD_TEST_CONFIG_EXTRA"
                 shift
                 printf '%s\n' "$@"
         } > "$conf"

@@ -346,7 +346,11 @@ part_kernel() {
                 rc=${PIPESTATUS[0]}
                 ((rc == 0)) && pass "$name" || fail "$name (exit $rc)"
         }
+        # Placement, not the pressure guard: in a guest on a shared host, packed groups stall for CPU
+        # and the guard widens them (the guard's own test runs on the host).
+        export PELTD_TEST_CONFIG_EXTRA=PressureStallMSec=0
         run "test-daemon.sh (v2)" "$src/tests/kernel/test-daemon.sh" "$build/daemon/peltd" "$duty"
+        unset PELTD_TEST_CONFIG_EXTRA
         # Emulated CPUs stall now and then: twice the room between peltd's and the kernel's figures
         # (what is tested here is sampling from the v2 files; bench/accuracy measures accuracy).
         run "test-sample-kernel (v2)" env PELTD_TEST_TOLERANCE_SCALE=2 "$build/tests/kernel/test-sample-kernel"
