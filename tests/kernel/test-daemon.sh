@@ -64,7 +64,7 @@ reset_groups() {
 
 make_tree
 start_workload light 2 5000 6
-start_workload heavy 1 10000 40
+start_workload heavy 1 10000 20
 orig_shares=$(shares_of light)
 
 # ---- power packs both groups onto the same single CPU -----------------------------------------
